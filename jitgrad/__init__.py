@@ -1,0 +1,51 @@
+"""jitgrad: a PyTorch-style deep-learning library in Python, with a JIT compiler.
+
+Eager mode (the default) runs every op at once on numpy arrays and records autograd
+history; `import jitgrad as torch` runs small PyTorch programs.
+"""
+
+from jitgrad import eager as _eager  # noqa: F401  (installs Tensor methods)
+from jitgrad.eager.dtypes import (
+    bfloat16,
+    complex64,
+    complex128,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from jitgrad.eager.dtypes import bool_ as bool  # noqa: A001 - PyTorch's name
+from jitgrad.eager.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from jitgrad.eager.ops.creation import *  # noqa: F403
+from jitgrad.eager.ops.linalg import *  # noqa: F403
+from jitgrad.eager.ops.pointwise import *  # noqa: F403
+from jitgrad.eager.ops.reduction import *  # noqa: F403
+from jitgrad.eager.ops.shape import *  # noqa: F403
+from jitgrad.eager.tensor import Size, Tensor, device
+
+from jitgrad import autograd  # noqa: E402  (after the Tensor methods exist)
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+cfloat = complex64
+cdouble = complex128
+
+__version__ = "0.1.0"

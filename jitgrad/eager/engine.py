@@ -1,0 +1,476 @@
+"""The autograd engine: `backward()` and `grad()` run a GraphTask over Nodes.
+
+Follows torch/csrc/autograd/engine.cpp, single-threaded and iterative (no recursion,
+so 100,000-deep chains work):
+1. Root gradients are checked against their outputs (scalar rule, shapes, dtype cast).
+2. `GraphTask.compute_dependencies` walks `next_edges` from the roots with an explicit
+   stack and counts incoming edges per node; with `inputs=` it also marks the nodes on
+   a path to a requested input (PyTorch's exec_info) and skips the rest.
+3. The ReadyQueue pops the ready node with the highest `sequence_nr` (newest first, so
+   backward runs close to reverse forward order; AccumulateGrad has +inf and runs as
+   soon as its gradient is complete). Gradients for a node are summed in its input
+   buffer before it runs.
+4. Each node's outputs are validated: count, shape (a broadcast-compatible gradient is
+   summed down to the input's shape: the engine, not each op, reduces broadcasting),
+   dtype (cast). Saved values are released unless `retain_graph`.
+
+Gradients travel as numpy arrays, or as Tensors when `create_graph=True` (then every
+formula records history). Note [Gradient ownership]: a gradient array is stored into a
+leaf's `.grad` without a copy only when the engine created it and handed it to nobody
+else (`GraphTask.owned`), otherwise it is copied: formulas like add return their incoming
+gradient to several inputs, and `.grad` is later updated in place.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.node import AccumulateGrad, Edge, Node
+from jitgrad.eager.tensor import Tensor, gradient_edge
+
+WARN_CREATE_GRAPH = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using "
+    "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+    "make sure to reset the .grad fields of your parameters to None after use to break the "
+    "cycle and avoid the leak.")
+
+_engine_lock = threading.RLock()
+_current_task = threading.local()
+
+
+class ReadyQueue:
+    """Nodes whose dependencies are all satisfied, highest sequence_nr first."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Node]] = []
+        self._tiebreak = itertools.count()
+
+    def push(self, node: Node) -> None:
+        heapq.heappush(self._heap, (-node.sequence_nr, next(self._tiebreak), node))
+
+    def pop(self) -> Node:
+        return heapq.heappop(self._heap)[2]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+class GraphTask:
+    """One backward pass: dependency counts, input buffers and what to capture.
+
+    captures: for `autograd.grad`, maps the Edge of each requested input to its position
+    in the result; the gradient flowing into that edge is captured instead of being
+    accumulated into `.grad`.
+    """
+
+    def __init__(self, retain_graph: bool, create_graph: bool,
+                 capture_edges: Sequence[Edge | None] | None = None,
+                 accumulate_only: Sequence[Edge] | None = None) -> None:
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.dependencies: dict[Node, int] = {}
+        self.input_buffers: dict[Node, list[Any]] = {}
+        self.owned: set[int] = set()
+        self.needed: set[Node] | None = None
+        self.captures: dict[tuple[Node, int], list[int]] = {}
+        self.captured: list[Any] = []
+        if capture_edges is not None:
+            self.captured = [None] * len(capture_edges)
+            for i, edge in enumerate(capture_edges):
+                if edge is not None:
+                    self.captures.setdefault((edge.node, edge.input_nr), []).append(i)
+        self._run_targets = [e.node for e in (accumulate_only or ())]
+        self._capture_targets = [e.node for e in (capture_edges or ()) if e is not None]
+        self._prune = capture_edges is not None or accumulate_only is not None
+
+    def compute_dependencies(self, roots: Sequence[Node]) -> None:
+        """Count incoming edges per node reachable from the roots (iterative DFS)."""
+        dependencies = self.dependencies
+        seen = set(roots)
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            for edge in node.next_edges:
+                if edge is None:
+                    continue
+                child = edge.node
+                dependencies[child] = dependencies.get(child, 0) + 1
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        if self._prune:
+            self.needed = self._nodes_reaching_targets(roots, seen)
+
+    def _nodes_reaching_targets(self, roots: Sequence[Node], reachable: set[Node]) -> set[Node]:
+        """Nodes with a path to a requested input (PyTorch's exec_info), without recursion."""
+        parents: dict[Node, list[Node]] = {}
+        for node in reachable:
+            for edge in node.next_edges:
+                if edge is not None:
+                    parents.setdefault(edge.node, []).append(node)
+        needed: set[Node] = set()
+        # a captured input's own node does not run (only its ancestors do); an
+        # accumulate-only leaf's AccumulateGrad does.
+        stack = [t for t in self._run_targets if t in reachable or t in roots]
+        stack += [p for t in self._capture_targets for p in parents.get(t, ())]
+        while stack:
+            node = stack.pop()
+            if node in needed:
+                continue
+            needed.add(node)
+            stack.extend(parents.get(node, ()))
+        return needed
+
+    def execute(self, root_edges: Sequence[Edge], root_grads: Sequence[Any]) -> list[Any]:
+        """Run the pass; returns the captured gradients (for `autograd.grad`)."""
+        ready = ReadyQueue()
+        roots = []
+        for edge, grad in zip(root_edges, root_grads, strict=True):
+            if edge is None:
+                continue
+            self._add_to_buffer(edge, grad)
+            roots.append(edge.node)
+        self.compute_dependencies(roots)
+        for node in dict.fromkeys(roots):
+            if self.dependencies.get(node, 0) == 0:
+                ready.push(node)
+        while ready:
+            node = ready.pop()
+            grads = self.input_buffers.pop(node)
+            outputs = self._run_node(node, grads, self.needed is None or node in self.needed)
+            for edge, grad in zip(node.next_edges, outputs, strict=True):
+                if edge is None:
+                    continue
+                if grad is not None:
+                    self._add_to_buffer(edge, grad)
+                child = edge.node
+                remaining = self.dependencies[child] - 1
+                self.dependencies[child] = remaining
+                if remaining == 0:
+                    self.input_buffers.setdefault(child, [None] * _num_inputs(child))
+                    ready.push(child)
+        return self.captured
+
+    def _add_to_buffer(self, edge: Edge, grad: Any) -> None:
+        node, slot = edge
+        buffer = self.input_buffers.get(node)
+        if buffer is None:
+            buffer = self.input_buffers[node] = [None] * _num_inputs(node)
+        previous = buffer[slot]
+        if previous is None:
+            buffer[slot] = grad
+        else:
+            total = previous + grad  # out of place: `previous` may be aliased elsewhere
+            buffer[slot] = total
+            if not self.create_graph:
+                self.owned.add(id(total))
+
+    def _run_node(self, node: Node, grads: list[Any], needed: bool) -> tuple[Any, ...]:
+        captured = self.captures and any((node, slot) in self.captures
+                                         for slot in range(len(grads)))
+        if not (needed or captured):
+            return (None,) * len(node.next_edges)
+        hooks = node.hooks
+        if hooks is not None:
+            grads = self._run_pre_hooks(node, hooks, grads)
+        if captured:
+            for slot, grad in enumerate(grads):
+                for index in self.captures.get((node, slot), ()):
+                    self.captured[index] = grad
+        if not needed or isinstance(node, AccumulateGrad) and self.captures:
+            return (None,) * len(node.next_edges)
+        if all(g is None for g in grads):
+            return (None,) * len(node.next_edges)
+        incoming = {id(g) for g in grads}
+        outputs = node.apply(grads, self.create_graph)
+        outputs = self._validate_outputs(node, outputs, incoming)
+        if hooks is not None and hooks.post_hooks:
+            outputs = _call_post_hooks(node, hooks, outputs, grads, self.create_graph)
+        if not self.retain_graph:
+            node.release_variables()
+        return outputs
+
+    def _run_pre_hooks(self, node: Node, hooks: Any, grads: list[Any]) -> list[Any]:
+        grads = list(grads)
+        for slot, table in hooks.tensor_pre_hooks.items():
+            if grads[slot] is not None:
+                for hook in list(table.values()):
+                    grads[slot] = _call_tensor_hook(hook, grads[slot], self.create_graph)
+                    self.owned.discard(id(grads[slot]))
+        for slot, store in hooks.retains_grad.items():
+            if grads[slot] is not None:
+                store(_as_tensor_grad(grads[slot]))
+        for hook in list(hooks.pre_hooks.values()):
+            result = hook(tuple(_maybe_tensor(g) for g in grads))
+            if result is not None:
+                grads = [_unwrap(g, self.create_graph) for g in result]
+        return grads
+
+    def _validate_outputs(self, node: Node, outputs: Any, incoming: set[int]) -> tuple[Any, ...]:
+        """Check count, sum broadcast gradients to each input's shape, cast dtype."""
+        outputs = tuple(outputs)
+        if len(outputs) != len(node.next_edges):
+            raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                               f"gradients (expected {len(node.next_edges)}, got {len(outputs)})")
+        metadata = node.input_metadata
+        seen: set[int] = set()
+        fixed = []
+        for i, grad in enumerate(outputs):
+            if grad is None or node.next_edges[i] is None:
+                fixed.append(None)
+                continue
+            shape, np_dtype = metadata[i]
+            if self.create_graph:
+                grad = _validate_tensor_grad(node, i, grad, shape, np_dtype)
+            else:
+                grad = np.asarray(grad)
+                if grad.shape != shape:
+                    grad = sum_to(grad, shape, node, i)
+                if grad.dtype != np_dtype:
+                    grad = grad.astype(np_dtype)
+                key = id(grad)
+                if key not in incoming and key not in seen and grad.base is None \
+                        and grad.flags.writeable:
+                    self.owned.add(key)
+                else:
+                    self.owned.discard(key)
+                seen.add(key)
+            fixed.append(grad)
+        return tuple(fixed)
+
+
+def _num_inputs(node: Node) -> int:
+    return getattr(node, "num_outputs", 1)
+
+
+def sum_to(grad: np.ndarray, shape: tuple[int, ...], node: Node | None = None,
+           index: int = 0) -> np.ndarray:
+    """Sum a broadcast gradient down to `shape`. Raises RuntimeError if not broadcastable."""
+    lead = grad.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != g for s, g in zip(shape, grad.shape[lead:], strict=True)):
+        name = node.name() if node is not None else "backward"
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - "
+                           f"got {list(grad.shape)} but expected shape compatible with "
+                           f"{list(shape)}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                     if s == 1 and grad.shape[lead + i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+def _validate_tensor_grad(node: Node, i: int, grad: Any, shape: tuple[int, ...],
+                          np_dtype: np.dtype) -> Tensor:
+    from jitgrad.eager import xp
+
+    grad = grad if isinstance(grad, Tensor) else Tensor._make(np.asarray(grad))
+    if grad._data.shape != shape:
+        sum_to(np.empty(grad._data.shape, dtype=np.bool_), shape, node, i)  # shape check only
+        grad = xp.TENSOR.sum_to(grad, shape)
+    if grad._data.dtype != np_dtype:
+        grad = xp.TENSOR.cast(grad, np_dtype)
+    return grad
+
+
+def _maybe_tensor(g: Any) -> Any:
+    return None if g is None else _as_tensor_grad(g)
+
+
+def _as_tensor_grad(g: Any) -> Tensor:
+    return g if isinstance(g, Tensor) else Tensor._make(g)
+
+
+def _unwrap(g: Any, create_graph: bool) -> Any:
+    if g is None or create_graph:
+        return g
+    return g._data if isinstance(g, Tensor) else np.asarray(g)
+
+
+def _call_tensor_hook(hook: Any, grad: Any, create_graph: bool) -> Any:
+    result = hook(_as_tensor_grad(grad))
+    if result is None:
+        return grad
+    if not isinstance(result, Tensor):
+        raise TypeError(f"expected Tensor, but hook returned '{type(result).__name__}'")
+    if result._data.shape != np.shape(grad._data if isinstance(grad, Tensor) else grad):
+        name = getattr(hook, "__name__", repr(hook))
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return _unwrap(result, create_graph)
+
+
+def _call_post_hooks(node: Node, hooks: Any, outputs: tuple[Any, ...], grads: list[Any],
+                     create_graph: bool) -> tuple[Any, ...]:
+    for hook in list(hooks.post_hooks.values()):
+        result = hook(tuple(_maybe_tensor(g) for g in outputs), tuple(_maybe_tensor(g) for g in grads))
+        if result is not None:
+            outputs = tuple(_unwrap(g, create_graph) for g in result)
+    return outputs
+
+
+def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> None:
+    """AccumulateGrad's work: run the leaf's hooks, then store or add into `.grad`."""
+    task = getattr(_current_task, "task", None)
+    if variable._hooks:
+        for hook in list(variable._hooks.values()):
+            grad = _call_tensor_hook(hook, grad, create_graph)
+            if task is not None:
+                task.owned.discard(id(grad))
+    if grad is None:
+        return
+    current = variable._grad
+    if create_graph:
+        if current is None:
+            from jitgrad.eager import xp
+
+            variable._grad = xp.TENSOR.clone(grad) if grad._requires_grad else grad.detach().clone()
+        else:
+            variable._grad = current + grad
+    elif current is None:
+        owned = task is not None and id(grad) in task.owned
+        if task is not None:
+            task.owned.discard(id(grad))
+        variable._grad = Tensor._make(grad if owned else np.array(grad, copy=True))
+    elif current._requires_grad:
+        variable._grad = Tensor._make(current._data + grad)
+    else:
+        np.add(current._data, grad, out=current._data, casting="unsafe")
+    if variable._post_acc_hooks:
+        for hook in list(variable._post_acc_hooks.values()):
+            hook(variable)
+
+
+def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence[Any] | None,
+                     create_graph: bool) -> list[Any]:
+    """Check each root and its gradient (E4/E5/E14 of research) and convert the gradient."""
+    grads = []
+    given = list(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
+    if len(given) != len(tensors):
+        raise RuntimeError(f"got {len(given)} gradients for {len(tensors)} tensors")
+    for i, (t, g) in enumerate(zip(tensors, given, strict=True)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward() expects Tensors, got {type(t).__name__} at index {i}")
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn "
+                "(was it computed under no_grad, or from tensors without requires_grad=True?)")
+        if g is None:
+            if t._data.size != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs (this output has "
+                    f"shape {list(t.shape)}); pass gradient= of that shape, or reduce first, "
+                    "e.g. y.sum().backward()")
+            array = np.ones_like(t._data)
+        else:
+            gt = g if isinstance(g, Tensor) else Tensor._make(np.asarray(g))
+            if gt._data.shape != t._data.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {gt.shape} and "
+                    f"output[{i}] has a shape of {t.shape}.")
+            if create_graph:
+                grads.append(gt if gt._data.dtype == t._data.dtype else gt.to(t.dtype))
+                continue
+            array = gt._data.astype(t._data.dtype, copy=False)
+        grads.append(Tensor._make(array) if create_graph else array)
+    return grads
+
+
+def _run_task(task: GraphTask, roots: Sequence[Tensor], grads: list[Any]) -> list[Any]:
+    edges = [gradient_edge(t) for t in roots]
+    previous_task = getattr(_current_task, "task", None)
+    previous_mode = STATE.enabled
+    with _engine_lock:
+        _current_task.task = task
+        STATE.enabled = task.create_graph
+        try:
+            return task.execute(edges, grads)
+        finally:
+            STATE.enabled = previous_mode
+            _current_task.task = previous_task
+
+
+def _tensors(x: Tensor | Sequence[Tensor] | None) -> list[Tensor] | None:
+    if x is None:
+        return None
+    return [x] if isinstance(x, Tensor) else list(x)
+
+
+def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
+             retain_graph: bool | None = None, create_graph: bool = False,
+             inputs: Tensor | Sequence[Tensor] | None = None) -> None:
+    """Accumulate gradients of `tensors` into the `.grad` of leaves (`torch.autograd.backward`).
+
+    grad_tensors: one gradient per tensor (same shape), None for scalar outputs.
+    inputs: if given, only these tensors' `.grad` are accumulated.
+    Raises RuntimeError for a non-scalar output without gradient, an output that does not
+    require grad, or a second backward through freed saved values without retain_graph.
+    """
+    roots = _tensors(tensors) or []
+    if isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors]
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        warnings.warn(WARN_CREATE_GRAPH, UserWarning, stacklevel=3)
+    grads = _make_root_grads(roots, grad_tensors, create_graph)
+    only = None
+    input_list = _tensors(inputs)
+    if input_list is not None:
+        if not input_list:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        only = [_input_edge(t, i) for i, t in enumerate(input_list)]
+    _run_task(GraphTask(retain_graph, create_graph, accumulate_only=only), roots, grads)
+
+
+def _input_edge(t: Tensor, index: int) -> Edge:
+    edge = gradient_edge(t)
+    if edge is None:
+        raise RuntimeError("One of the differentiated Tensors does not require grad "
+                           f"(input {index}, shape {list(t.shape)})")
+    return edge
+
+
+def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
+         grad_outputs: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+         allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple[Any, ...]:
+    """Gradients of `outputs` with respect to `inputs`, without touching `.grad`.
+
+    Returns a tuple with one Tensor per input (None for unused inputs when
+    `allow_unused=True`, zeros when `materialize_grads=True`).
+    Raises RuntimeError when an input is unused (unless allowed) or does not require grad.
+    """
+    roots = _tensors(outputs) or []
+    input_list = _tensors(inputs) or []
+    if isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
+    grads = _make_root_grads(roots, grad_outputs, create_graph)
+    edges = [_input_edge(t, i) for i, t in enumerate(input_list)]
+    task = GraphTask(retain_graph, create_graph, capture_edges=edges)
+    captured = _run_task(task, roots, grads)
+    results = []
+    for i, (t, g) in enumerate(zip(input_list, captured, strict=True)):
+        if g is None:
+            if materialize_grads:
+                results.append(Tensor._make(np.zeros_like(t._data)))
+                continue
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
+            results.append(None)
+        elif isinstance(g, Tensor):
+            results.append(g)
+        else:
+            results.append(Tensor._make(np.array(g, copy=True)))
+    return tuple(results)

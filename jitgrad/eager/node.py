@@ -1,0 +1,224 @@
+"""Autograd graph objects: `Node` (a Tensor's grad_fn), `Edge`, `AccumulateGrad`.
+
+Names and shapes follow PyTorch's engine (torch/csrc/autograd/function.h): a Node has
+`next_edges`, one `Edge(node, input_nr)` per differentiable input of the op that made
+it (None where an input needs no gradient); `sequence_nr` orders execution; leaves end
+in one `AccumulateGrad` node each, created lazily and held weakly by the leaf, so a
+graph is freed by reference counting alone (research/eager_autograd.md §0.1).
+
+Saved values follow PyTorch's SavedVariable: an op saves its *input Tensors* (so
+`create_graph=True` can differentiate through them) and its *output array* (never the
+output Tensor, which would make a reference cycle), each with the version it had at
+save time; unpacking checks versions (the "modified by an inplace operation" error) and
+raises once the values were freed by a backward without `retain_graph`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from jitgrad.eager.tensor import Tensor
+
+_sequence_nr = itertools.count()
+
+ERR_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class Edge(NamedTuple):
+    """Where a gradient goes: input slot `input_nr` of `node`."""
+
+    node: Node
+    input_nr: int
+
+
+class VersionCounter:
+    """Counts in-place writes to one storage; shared by a base, its views and detach()es."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class NodeHooks:
+    """Hooks attached to a Node, in PyTorch's order of execution (function.h).
+
+    tensor_pre_hooks[output_nr]: hooks registered on the output tensor (`register_hook`);
+    retains_grad[output_nr]: weakref-free setter storing `.grad` of a non-leaf;
+    pre_hooks: `fn(grad_outputs)`; post_hooks: `fn(grad_inputs, grad_outputs)`.
+    """
+
+    __slots__ = ("tensor_pre_hooks", "retains_grad", "pre_hooks", "post_hooks")
+
+    def __init__(self) -> None:
+        self.tensor_pre_hooks: dict[int, dict[int, Callable]] = {}
+        self.retains_grad: dict[int, Callable] = {}
+        self.pre_hooks: dict[int, Callable] = {}
+        self.post_hooks: dict[int, Callable] = {}
+
+
+_hook_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every `register_*hook`; `remove()` unregisters the hook."""
+
+    def __init__(self, table: dict[int, Callable], key: int) -> None:
+        self._table = table
+        self.id = key
+
+    def remove(self) -> None:
+        self._table.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def add_hook(table: dict[int, Callable], fn: Callable) -> RemovableHandle:
+    key = next(_hook_ids)
+    table[key] = fn
+    return RemovableHandle(table, key)
+
+
+class Node:
+    """A step of the backward graph: maps gradients of an op's outputs to its inputs.
+
+    Subclasses implement `apply(grad_outputs, create_graph)`; `grad_outputs` holds one
+    entry per forward output (numpy arrays, or Tensors when `create_graph=True`; None
+    where no gradient arrived) and the result holds one entry per `next_edges` slot.
+    """
+
+    __slots__ = ("next_edges", "sequence_nr", "input_metadata", "hooks", "metadata",
+                 "__weakref__")
+
+    num_outputs = 1
+
+    def __init__(self) -> None:
+        self.sequence_nr = next(_sequence_nr)
+        self.hooks: NodeHooks | None = None
+        self.metadata: dict[str, Any] = {}
+
+    def name(self) -> str:
+        """The node's name, e.g. `MulBackward`."""
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        """PyTorch's view of `next_edges`: `(node or None, input_nr)` per input."""
+        return tuple((None, 0) if e is None else (e.node, e.input_nr) for e in self.next_edges)
+
+    def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
+        raise NotImplementedError(f"{type(self).__name__} does not define apply()")
+
+    def release_variables(self) -> None:
+        """Free saved values after a backward without retain_graph (no-op by default)."""
+
+    def _hooks(self) -> NodeHooks:
+        if self.hooks is None:
+            self.hooks = NodeHooks()
+        return self.hooks
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """Run `fn(grad_inputs, grad_outputs)` after this node; a tuple return replaces grad_inputs."""
+        return add_hook(self._hooks().post_hooks, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """Run `fn(grad_outputs)` before this node; a tuple return replaces grad_outputs."""
+        return add_hook(self._hooks().pre_hooks, fn)
+
+    def __call__(self, *grads: Any) -> tuple[Any, ...]:
+        """Apply the backward formula directly (no engine: broadcast gradients stay unreduced)."""
+        from jitgrad.eager.tensor import Tensor, as_tensor
+
+        arrays = [None if g is None else as_tensor(g)._data for g in grads]
+        results = self.apply(arrays, create_graph=False)
+        return tuple(None if r is None else Tensor._make(np.asarray(r)) for r in results)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+
+def tensor_type_name(t: Tensor) -> str:
+    """PyTorch's legacy type name used in error messages, e.g. `jitgrad.FloatTensor`."""
+    names = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+    return f"jitgrad.{names.get(t.dtype.name, t.dtype.name)}Tensor"
+
+
+class SavedValues:
+    """The values a backward formula reads, with the versions they had when saved.
+
+    entries: Tensors (saved inputs), numpy arrays (the saved output, with the output's
+    version counter) or plain Python values (scalars, no check).
+    """
+
+    __slots__ = ("values", "counters", "versions")
+
+    def __init__(self, values: tuple, counters: tuple, versions: tuple) -> None:
+        self.values = values
+        self.counters = counters
+        self.versions = versions
+
+    def check(self, node: Node, output: Callable[[int], Tensor]) -> None:
+        for i, counter in enumerate(self.counters):
+            if counter is not None and counter.value != self.versions[i]:
+                self._raise_modified(node, i, output)
+
+    def _raise_modified(self, node: Node, i: int, output: Callable[[int], Tensor]) -> None:
+        value = self.values[i]
+        from jitgrad.eager.tensor import Tensor
+
+        t = value if isinstance(value, Tensor) else output(0)
+        where = "a leaf Tensor" if t.grad_fn is None else f"output 0 of {_forward_name(t.grad_fn)}"
+        if not isinstance(value, Tensor):
+            where = f"output 0 of {_forward_name(node)}"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{tensor_type_name(t)} {list(t.shape)}], which is {where}, "
+            f"is at version {self.counters[i].value}; expected version {self.versions[i]} "
+            "instead. Hint: the operation that last wrote it in place ran after the "
+            "forward op; clone() the tensor before modifying it, or modify it out of place.")
+
+
+def _forward_name(node: Node) -> str:
+    name = node.name()
+    return name[: -len("Backward")] if name.endswith("Backward") else name
+
+
+class AccumulateGrad(Node):
+    """Leaf sink: adds the incoming gradient into `variable.grad`.
+
+    First arrival stores the gradient (copied unless the engine owns the only
+    reference), later arrivals add in place so `.grad` keeps its identity; under
+    `create_graph` the sum is out of place so `.grad` carries history
+    (research/eager_autograd.md §1 row 2).
+    """
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__()
+        self.sequence_nr = math.inf  # leaves run as soon as their gradient is complete
+        self.variable = variable
+        self.next_edges = ()
+        self.input_metadata = ()
+
+    def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
+        from jitgrad.eager.engine import accumulate_into_leaf
+
+        accumulate_into_leaf(self.variable, grad_outputs[0], create_graph)
+        return ()

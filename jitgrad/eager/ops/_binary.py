@@ -1,0 +1,90 @@
+"""Operand handling shared by pointwise ops: dtype promotion, casting, broadcast errors.
+
+An operand is a Tensor or a Python number (weak: it changes the result dtype only when
+it is of a higher category, research/eager_autograd.md §2.0). Anything else (lists,
+numpy arrays) becomes a Tensor first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager import dtypes
+from jitgrad.eager.ops.registry import OpDef, apply_op
+from jitgrad.eager.tensor import Tensor, as_tensor_operand
+
+
+def result_dtype(*operands: Any) -> dtypes.dtype:
+    """PyTorch's result type of Tensors and Python numbers (see jitgrad.eager.dtypes)."""
+    dim = zero = scalar = None
+    for x in operands:
+        if isinstance(x, Tensor):
+            d = dtypes.from_numpy_dtype(x._data.dtype)
+            if x._data.ndim:
+                dim = d if dim is None else dtypes.promote_types(dim, d)
+            else:
+                zero = d if zero is None else dtypes.promote_types(zero, d)
+        elif x is not None:
+            d = dtypes.python_scalar_dtype(x)
+            scalar = d if scalar is None else dtypes.promote_types(scalar, d)
+    return dtypes.result_type_of(dim, zero, scalar)
+
+
+def cast_operands(operands: tuple, np_dtype: np.dtype) -> tuple:
+    """The forward's arrays: tensor data cast to `np_dtype`, Python numbers as they are."""
+    return tuple((x._data if x._data.dtype == np_dtype else x._data.astype(np_dtype))
+                 if isinstance(x, Tensor) else x for x in operands)
+
+
+def broadcast_error(name: str, a: Any, b: Any) -> RuntimeError:
+    """PyTorch's broadcast message naming the clashing sizes and both shapes."""
+    sa = a._data.shape if isinstance(a, Tensor) else ()
+    sb = b._data.shape if isinstance(b, Tensor) else ()
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            return RuntimeError(
+                f"{name}: the size of tensor a ({pa[i]}) must match the size of tensor b "
+                f"({pb[i]}) at non-singleton dimension {i} (shapes {list(sa)} and {list(sb)})")
+    return RuntimeError(f"{name}: shapes {list(sa)} and {list(sb)} are not broadcastable")
+
+
+def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: Any = None,
+           **params: Any) -> Tensor:
+    """Apply a broadcasting binary op after PyTorch's promotion.
+
+    to_float: integer results become the default float dtype (true division, atan2).
+    compute_dtype: force the dtype the forward computes in (comparisons use the promoted one).
+    """
+    a = as_tensor_operand(a)
+    b = as_tensor_operand(b)
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
+            and (not to_float or a._data.dtype.kind == "f"):
+        arrays = (a._data, b._data)
+    else:
+        rd = result_dtype(a, b)
+        if to_float and not rd.is_floating_point:
+            rd = dtypes.get_default_dtype()
+        dtypes.check_supported(rd, op.name)
+        arrays = cast_operands((a, b), compute_dtype or rd.np)
+    try:
+        return apply_op(op, (a, b), arrays, params)
+    except ValueError as err:
+        if "broadcast" in str(err):
+            raise broadcast_error(op.name, a, b) from None
+        raise
+
+
+def unary(op: OpDef, x: Any, *, to_float: bool = False, **params: Any) -> Tensor:
+    """Apply a unary op; `to_float` casts integer/bool inputs to the default float dtype."""
+    if not isinstance(x, Tensor):
+        from jitgrad.eager.ops.creation import tensor
+
+        x = tensor(x)
+    data = x._data
+    if to_float and data.dtype.kind != "f":
+        data = data.astype(dtypes.get_default_dtype().np)
+    return apply_op(op, (x,), (data,), params)

@@ -1,0 +1,203 @@
+"""How an op is defined once, and how every op runs (`apply_op`).
+
+Each op is one `OpDef`: its name, a numpy forward, a backward formula, what the backward
+reads (`saves`), and the source of the formula. Registering it creates the autograd node
+class `<Name>Backward`. Trace and codegen keep their own tables keyed by the OpDef
+(see DESIGN.md), never a switch over names.
+
+Backward contract, shared by eager autograd, `create_graph` and the compiler:
+    backward(xp, ctx, g, *saved) -> tuple with one gradient (or None) per input
+- `xp` is an array namespace (`jitgrad.eager.xp`): numpy arrays by default, jitgrad
+  Tensors under `create_graph=True`, graph values when the compiler traces a backward.
+  Formulas use Python operators and `xp.*` only, so they run on all three.
+- `g` is the gradient of the output (a list, one per output, for multi-output ops).
+- `saved` are the values named in `saves` (input names or "out"), unpacked in that
+  order (a Python scalar operand arrives as itself).
+- `ctx` is the node: `ctx.params` (the op's non-tensor arguments), `ctx.needs_input_grad`,
+  `ctx.input_metadata[i]` = (shape, numpy dtype) of input i.
+- A formula may return a gradient with a broadcast shape; the engine sums it to the
+  input's shape (research/eager_autograd.md §0.2) and casts it to the input's dtype.
+- Nothing computed in the numpy forward is saved: a backward is a pure function of
+  params, saved inputs/outputs and g, so the compiler can trace it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager import xp as xp_namespaces
+from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.node import ERR_FREED, Node, SavedValues, VersionCounter
+
+_NO_PARAMS: dict[str, Any] = {}
+
+OPS: dict[str, OpDef] = {}
+
+
+class OpDef:
+    """One op: forward on numpy arrays, backward formula, saved values, formula source.
+
+    name:     the functional name (`"mul"`), also the graph IR's call_function target.
+    forward:  `(arrays_or_scalars..., **params) -> ndarray` (tuple for multi-output ops).
+    inputs:   names of the tensor operands (forward's positional parameters).
+    backward: see the module docstring; None for ops without a derivative (argmax, eq).
+    saves:    names among forward's positional parameters, or "out".
+    source:   where the derivative comes from (textbook rule or paper).
+    """
+
+    __slots__ = ("name", "forward", "backward", "saves", "save_index", "input_names",
+                 "source", "node_class", "num_outputs", "differentiable")
+
+    def __init__(self, name: str, forward: Callable, backward: Callable | None,
+                 saves: tuple[str, ...] = (), source: str = "", num_outputs: int = 1,
+                 node_name: str | None = None, inputs: tuple[str, ...] | None = None) -> None:
+        self.name = name
+        self.forward = forward
+        self.backward = backward
+        self.saves = saves
+        self.source = source
+        self.num_outputs = num_outputs
+        self.differentiable = backward is not None
+        if inputs is None:  # a ufunc forward has no parameter names: pass `inputs=`
+            params = inspect.signature(forward).parameters.values()
+            inputs = tuple(p.name for p in params
+                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        self.input_names = inputs
+        for s in saves:
+            assert s == "out" or s in self.input_names, f"{name}: saves unknown value {s!r}"
+        # -1 stands for the output; others index the forward's positional inputs
+        self.save_index = tuple(-1 if s == "out" else self.input_names.index(s) for s in saves)
+        title = node_name or "".join(part.capitalize() for part in name.split("_"))
+        self.node_class = type(f"{title}Backward", (OpNode,), {"__slots__": (), "op": self})
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name})"
+
+
+def register(name: str, forward: Callable, backward: Callable | None = None, *,
+             saves: tuple[str, ...] = (), source: str = "", num_outputs: int = 1,
+             node_name: str | None = None, inputs: tuple[str, ...] | None = None) -> OpDef:
+    """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
+
+    inputs: names of the forward's tensor operands, needed when `forward` is a numpy
+    ufunc (default: the forward's positional parameter names).
+    """
+    assert name not in OPS, f"op {name!r} is defined twice"
+    op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs)
+    OPS[name] = op
+    return op
+
+
+class OpNode(Node):
+    """Backward node of a registered op (subclassed per op as `<Name>Backward`)."""
+
+    __slots__ = ("params", "saved")
+    op: OpDef
+
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        return tuple(e is not None for e in self.next_edges)
+
+    def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
+        op = self.op
+        xp = xp_namespaces.TENSOR if create_graph else xp_namespaces.NUMPY
+        saved = self.unpack_saved(create_graph) if op.saves else ()
+        g = grad_outputs[0] if op.num_outputs == 1 else grad_outputs
+        return op.backward(xp, self, g, *saved)
+
+    def unpack_saved(self, as_tensors: bool) -> tuple[Any, ...]:
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(ERR_FREED)
+        saved.check(self, self._output_tensor)
+        if as_tensors:
+            return tuple(self._output_tensor(0) if isinstance(v, np.ndarray) else v
+                         for v in saved.values)
+        from jitgrad.eager.tensor import Tensor
+
+        return tuple(v._data if isinstance(v, Tensor) else v for v in saved.values)
+
+    def _output_tensor(self, output_nr: int) -> Any:
+        """Rebuild the saved output as a Tensor whose grad_fn is this node (PyTorch does the same)."""
+        from jitgrad.eager.tensor import Tensor
+
+        index = self.op.save_index.index(-1)
+        out = Tensor._make(self.saved.values[index], True, self, output_nr)
+        out._vc = self.saved.counters[index]
+        return out
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+    def __getattr__(self, name: str) -> Any:
+        # PyTorch exposes saved values as grad_fn._saved_<name>
+        if name.startswith("_saved_"):
+            key = name[len("_saved_"):]
+            key = "out" if key == "result" else key
+            if key in self.op.saves:
+                return self.unpack_saved(True)[self.op.saves.index(key)]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _NO_PARAMS) -> Any:
+    """Run `op` forward on `arrays` and record a backward node when a gradient is needed.
+
+    inputs: the user's operands (Tensors, or Python scalars), one per forward input;
+    arrays: what the forward receives for them (tensor data, possibly cast to the result
+    dtype). Returns a Tensor (a tuple of Tensors for multi-output ops).
+    """
+    from jitgrad.eager.tensor import Tensor, gradient_edge
+
+    out = op.forward(*arrays, **params)
+    record = False
+    if STATE.enabled and op.differentiable:
+        for x in inputs:
+            if isinstance(x, Tensor) and x._requires_grad:
+                record = True
+                break
+    if not record:
+        if op.num_outputs == 1:
+            return Tensor._make(out)
+        return tuple(Tensor._make(o) for o in out)
+    node = op.node_class()
+    node.params = params
+    node.next_edges = tuple([gradient_edge(x) if isinstance(x, Tensor) else None for x in inputs])
+    node.input_metadata = tuple([(x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None
+                                 for x in inputs])
+    if op.num_outputs == 1:
+        result = Tensor._make(out, out.dtype.kind == "f", node)
+        node.saved = _save(op, node, inputs, out, result) if op.saves else None
+        return result
+    results = tuple(Tensor._make(o, o.dtype.kind == "f", node, i) for i, o in enumerate(out))
+    node.saved = _save(op, node, inputs, out, results[0]) if op.saves else None
+    return results
+
+
+def _save(op: OpDef, node: OpNode, inputs: tuple, out: Any, result: Any) -> SavedValues:
+    from jitgrad.eager.tensor import Tensor
+
+    values, counters, versions = [], [], []
+    for i in op.save_index:
+        if i == -1:
+            counter = result._vc
+            if counter is None:
+                counter = result._vc = VersionCounter()
+            values.append(out)
+            counters.append(counter)
+            versions.append(counter.value)
+            continue
+        x = inputs[i]
+        if isinstance(x, Tensor):
+            counter = x._version_counter()
+            values.append(x)
+            counters.append(counter)
+            versions.append(counter.value)
+        else:
+            values.append(x)
+            counters.append(None)
+            versions.append(0)
+    return SavedValues(tuple(values), tuple(counters), tuple(versions))

@@ -1,0 +1,23 @@
+"""Install every op module's `METHODS` on `Tensor` (methods and operators).
+
+Each module under `jitgrad.eager.ops` defines its ops as functions whose first argument
+is the tensor, and lists the ones that are also Tensor methods in `METHODS`; installing
+them here keeps `tensor.py` about state and autograd, and one op one definition.
+"""
+
+from __future__ import annotations
+
+from jitgrad.eager.ops import creation, linalg, pointwise, reduction, shape
+from jitgrad.eager.tensor import Tensor
+
+OP_MODULES = (creation, pointwise, reduction, shape, linalg)
+
+
+def install() -> None:
+    """Attach the methods; a name defined by two modules is a bug."""
+    seen: dict[str, str] = {}
+    for module in OP_MODULES:
+        for name, fn in module.METHODS.items():
+            assert name not in seen, f"Tensor.{name} defined by {seen[name]} and {module.__name__}"
+            seen[name] = module.__name__
+            setattr(Tensor, name, fn)

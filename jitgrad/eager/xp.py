@@ -1,0 +1,142 @@
+"""Array namespaces that backward formulas are written against.
+
+Every backward formula (see `ops/registry.py`) uses Python operators plus the functions
+below, so one formula runs on three kinds of values:
+- `NUMPY`: raw numpy arrays, the default fast path of `backward()`;
+- `TENSOR`: jitgrad Tensors, used when `create_graph=True`, so formulas record history
+  and higher-order gradients come for free;
+- the compiler's graph values (a later layer provides a third namespace with the same
+  names).
+Both namespaces here define exactly the same names; `tests/eager/test_xp.py` checks it.
+Dims are tuples of non-negative ints; shapes are tuples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+
+class NumpyNamespace:
+    """Backward-formula functions over numpy arrays."""
+
+    exp = staticmethod(np.exp)
+    log = staticmethod(np.log)
+    log1p = staticmethod(np.log1p)
+    sqrt = staticmethod(np.sqrt)
+    tanh = staticmethod(np.tanh)
+    sin = staticmethod(np.sin)
+    cos = staticmethod(np.cos)
+    abs = staticmethod(np.abs)
+    sign = staticmethod(np.sign)
+    erf = staticmethod(special.erf)
+    maximum = staticmethod(np.maximum)
+    minimum = staticmethod(np.minimum)
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> Any:
+        out = np.where(cond, a, b)
+        # keep the gradient's dtype when a branch is a Python scalar (np.where would widen)
+        for x in (a, b):
+            if isinstance(x, np.ndarray):
+                return out.astype(x.dtype, copy=False)
+        return out
+
+    @staticmethod
+    def sigmoid(x: Any) -> Any:
+        return special.expit(x)
+
+    @staticmethod
+    def cast(x: Any, np_dtype: Any) -> Any:
+        return np.asarray(x).astype(np_dtype, copy=False)
+
+    @staticmethod
+    def clone(x: Any) -> Any:
+        return np.array(x, copy=True)
+
+    @staticmethod
+    def sum(x: Any, dims: tuple[int, ...] | None, keepdim: bool = False) -> Any:
+        return np.sum(x, axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def amax(x: Any, dims: tuple[int, ...] | None, keepdim: bool = False) -> Any:
+        return np.amax(x, axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def sum_to(x: Any, shape: tuple[int, ...]) -> Any:
+        from jitgrad.eager.engine import sum_to
+
+        return sum_to(np.asarray(x), tuple(shape))
+
+    @staticmethod
+    def expand(x: Any, shape: tuple[int, ...]) -> Any:
+        return np.broadcast_to(x, shape)
+
+    @staticmethod
+    def reshape(x: Any, shape: tuple[int, ...]) -> Any:
+        return np.reshape(x, shape)
+
+    @staticmethod
+    def permute(x: Any, dims: tuple[int, ...]) -> Any:
+        return np.transpose(x, dims)
+
+    @staticmethod
+    def swapaxes(x: Any, a: int, b: int) -> Any:
+        return np.swapaxes(x, a, b)
+
+    @staticmethod
+    def matmul(a: Any, b: Any) -> Any:
+        return np.matmul(a, b)
+
+    @staticmethod
+    def zeros(shape: tuple[int, ...], like: Any) -> Any:
+        return np.zeros(shape, dtype=np.asarray(like).dtype)
+
+    @staticmethod
+    def zeros_like(x: Any) -> Any:
+        return np.zeros_like(x)
+
+    @staticmethod
+    def ones_like(x: Any) -> Any:
+        return np.ones_like(x)
+
+    @staticmethod
+    def getitem(x: Any, index: Any) -> Any:
+        return np.asarray(x)[index]
+
+    @staticmethod
+    def index_add_into(shape: tuple[int, ...], index: Any, values: Any) -> Any:
+        """zeros(shape) with `values` added at `index`; duplicate indices accumulate."""
+        out = np.zeros(shape, dtype=np.asarray(values).dtype)
+        np.add.at(out, index, values)
+        return out
+
+    @staticmethod
+    def cat(arrays: list[Any], dim: int) -> Any:
+        return np.concatenate(arrays, axis=dim)
+
+
+NUMPY = NumpyNamespace()
+
+
+class TensorNamespace:
+    """The same functions over jitgrad Tensors (recording history).
+
+    Defined in `jitgrad.eager.xp_tensor`, imported on first use: that module needs
+    every op module, which themselves import this one.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        from jitgrad.eager import xp_tensor
+
+        fn = getattr(xp_tensor, name)
+        setattr(self, name, fn)
+        return fn
+
+
+TENSOR: Any = TensorNamespace()
+
+# names every namespace must provide (tests/eager/test_xp.py checks the Tensor side)
+NAMES = tuple(name for name in vars(NumpyNamespace) if not name.startswith("_"))
