@@ -30,14 +30,20 @@ from jitgrad.eager.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from jitgrad.eager.ops.activation import *  # noqa: F403
+from jitgrad.eager.ops.comparison import *  # noqa: F403
 from jitgrad.eager.ops.creation import *  # noqa: F403
+from jitgrad.eager.ops.indexing import *  # noqa: F403
+from jitgrad.eager.ops.inplace import *  # noqa: F403
 from jitgrad.eager.ops.linalg import *  # noqa: F403
+from jitgrad.eager.ops.nn_ops import *  # noqa: F403
 from jitgrad.eager.ops.pointwise import *  # noqa: F403
+from jitgrad.eager.ops.random import *  # noqa: F403
 from jitgrad.eager.ops.reduction import *  # noqa: F403
 from jitgrad.eager.ops.shape import *  # noqa: F403
 from jitgrad.eager.tensor import Size, Tensor, device
 
-from jitgrad import autograd  # noqa: E402  (after the Tensor methods exist)
+from jitgrad import autograd, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
 
 float = float32  # noqa: A001
 double = float64

@@ -7,10 +7,23 @@ them here keeps `tensor.py` about state and autograd, and one op one definition.
 
 from __future__ import annotations
 
-from jitgrad.eager.ops import creation, linalg, pointwise, reduction, shape
+from jitgrad.eager.ops import (
+    activation,
+    comparison,
+    creation,
+    indexing,
+    inplace,
+    linalg,
+    nn_ops,
+    pointwise,
+    random,
+    reduction,
+    shape,
+)
 from jitgrad.eager.tensor import Tensor
 
-OP_MODULES = (creation, pointwise, reduction, shape, linalg)
+OP_MODULES = (creation, random, pointwise, comparison, activation, reduction, shape, indexing,
+              inplace, linalg, nn_ops)
 
 
 def install() -> None:

@@ -89,10 +89,19 @@ class OpCase:
 
 
 def _families() -> list[OpCase]:
-    from tests.eager import cases_core
+    from tests.eager import (
+        cases_core,
+        cases_indexing,
+        cases_linalg,
+        cases_nn_functional,
+        cases_pointwise,
+        cases_reduction,
+        cases_shape,
+    )
 
     cases: list[OpCase] = []
-    for module in (cases_core,):
+    for module in (cases_core, cases_pointwise, cases_reduction, cases_linalg, cases_shape,
+                   cases_indexing, cases_nn_functional):
         cases.extend(module.CASES)
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}

@@ -1,0 +1,3 @@
+"""`jitgrad.nn` (being written)."""
+
+from jitgrad.nn import functional  # noqa: F401

@@ -1,0 +1,1 @@
+"""`jitgrad.nn.functional` (being written)."""

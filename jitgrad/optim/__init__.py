@@ -1,0 +1,1 @@
+"""`jitgrad.optim` (being written)."""

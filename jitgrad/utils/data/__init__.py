@@ -1,0 +1,1 @@
+"""`jitgrad.utils.data` (being written)."""

@@ -1,0 +1,3 @@
+"""Op cases (being written)."""
+
+CASES: list = []
