@@ -137,34 +137,37 @@ class GraphTask:
         for edge, grad in zip(root_edges, root_grads, strict=True):
             if edge is None:
                 continue
-            self._add_to_buffer(edge, grad)
+            self._add_to_buffer(edge.node, edge.input_nr, grad)
             roots.append(edge.node)
         self.compute_dependencies(roots)
+        dependencies = self.dependencies
+        buffers = self.input_buffers
+        needed = self.needed
         for node in dict.fromkeys(roots):
-            if self.dependencies.get(node, 0) == 0:
+            if dependencies.get(node, 0) == 0:
                 ready.push(node)
         while ready:
             node = ready.pop()
-            grads = self.input_buffers.pop(node)
-            outputs = self._run_node(node, grads, self.needed is None or node in self.needed)
+            grads = buffers.pop(node)
+            outputs = self._run_node(node, grads, needed is None or node in needed)
             for edge, grad in zip(node.next_edges, outputs, strict=True):
                 if edge is None:
                     continue
-                if grad is not None:
-                    self._add_to_buffer(edge, grad)
                 child = edge.node
-                remaining = self.dependencies[child] - 1
-                self.dependencies[child] = remaining
+                if grad is not None:
+                    self._add_to_buffer(child, edge.input_nr, grad)
+                remaining = dependencies[child] - 1
+                dependencies[child] = remaining
                 if remaining == 0:
-                    self.input_buffers.setdefault(child, [None] * _num_inputs(child))
+                    if child not in buffers:
+                        buffers[child] = [None] * child.num_outputs
                     ready.push(child)
         return self.captured
 
-    def _add_to_buffer(self, edge: Edge, grad: Any) -> None:
-        node, slot = edge
+    def _add_to_buffer(self, node: Node, slot: int, grad: Any) -> None:
         buffer = self.input_buffers.get(node)
         if buffer is None:
-            buffer = self.input_buffers[node] = [None] * _num_inputs(node)
+            buffer = self.input_buffers[node] = [None] * node.num_outputs
         previous = buffer[slot]
         if previous is None:
             buffer[slot] = grad
@@ -175,6 +178,20 @@ class GraphTask:
                 self.owned.add(id(total))
 
     def _run_node(self, node: Node, grads: list[Any], needed: bool) -> tuple[Any, ...]:
+        if node.hooks is not None or self.captures or not needed:
+            return self._run_node_with_hooks(node, grads, needed)
+        for g in grads:
+            if g is not None:
+                break
+        else:
+            return (None,) * len(node.next_edges)
+        outputs = self._validate_outputs(node, node.apply(grads, self.create_graph), grads)
+        if not self.retain_graph:
+            node.release_variables()
+        return outputs
+
+    def _run_node_with_hooks(self, node: Node, grads: list[Any], needed: bool) -> tuple[Any, ...]:
+        """The general path: captures (autograd.grad), pruning, and hooks in PyTorch's order."""
         captured = self.captures and any((node, slot) in self.captures
                                          for slot in range(len(grads)))
         if not (needed or captured):
@@ -190,9 +207,7 @@ class GraphTask:
             return (None,) * len(node.next_edges)
         if all(g is None for g in grads):
             return (None,) * len(node.next_edges)
-        incoming = {id(g) for g in grads}
-        outputs = node.apply(grads, self.create_graph)
-        outputs = self._validate_outputs(node, outputs, incoming)
+        outputs = self._validate_outputs(node, node.apply(grads, self.create_graph), grads)
         if hooks is not None and hooks.post_hooks:
             outputs = _call_post_hooks(node, hooks, outputs, grads, self.create_graph)
         if not self.retain_graph:
@@ -215,41 +230,46 @@ class GraphTask:
                 grads = [_unwrap(g, self.create_graph) for g in result]
         return grads
 
-    def _validate_outputs(self, node: Node, outputs: Any, incoming: set[int]) -> tuple[Any, ...]:
-        """Check count, sum broadcast gradients to each input's shape, cast dtype."""
-        outputs = tuple(outputs)
-        if len(outputs) != len(node.next_edges):
+    def _validate_outputs(self, node: Node, outputs: Any, incoming: list[Any]) -> tuple[Any, ...]:
+        """Check count, sum broadcast gradients to each input's shape, cast dtype.
+
+        Also records which arrays the engine owns (Note [Gradient ownership]): a fresh,
+        writeable, non-view array that is neither an incoming gradient nor returned twice.
+        """
+        edges = node.next_edges
+        if len(outputs) != len(edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
-                               f"gradients (expected {len(node.next_edges)}, got {len(outputs)})")
+                               f"gradients (expected {len(edges)}, got {len(outputs)})")
         metadata = node.input_metadata
-        seen: set[int] = set()
         fixed = []
         for i, grad in enumerate(outputs):
-            if grad is None or node.next_edges[i] is None:
+            if grad is None or edges[i] is None:
                 fixed.append(None)
                 continue
             shape, np_dtype = metadata[i]
             if self.create_graph:
-                grad = _validate_tensor_grad(node, i, grad, shape, np_dtype)
-            else:
+                fixed.append(_validate_tensor_grad(node, i, grad, shape, np_dtype))
+                continue
+            if type(grad) is not np.ndarray:
                 grad = np.asarray(grad)
-                if grad.shape != shape:
-                    grad = sum_to(grad, shape, node, i)
-                if grad.dtype != np_dtype:
-                    grad = grad.astype(np_dtype)
-                key = id(grad)
-                if key not in incoming and key not in seen and grad.base is None \
-                        and grad.flags.writeable:
-                    self.owned.add(key)
-                else:
-                    self.owned.discard(key)
-                seen.add(key)
+            if grad.shape != shape:
+                grad = sum_to(grad, shape, node, i)
+            if grad.dtype != np_dtype:
+                grad = grad.astype(np_dtype)
+            fresh = grad.base is None and grad.flags.writeable
+            if fresh:
+                for other in incoming:
+                    if other is grad:
+                        fresh = False
+                for other in fixed:
+                    if other is grad:
+                        fresh = False
+            if fresh:
+                self.owned.add(id(grad))
+            else:
+                self.owned.discard(id(grad))
             fixed.append(grad)
         return tuple(fixed)
-
-
-def _num_inputs(node: Node) -> int:
-    return getattr(node, "num_outputs", 1)
 
 
 def sum_to(grad: np.ndarray, shape: tuple[int, ...], node: Node | None = None,

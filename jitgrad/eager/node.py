@@ -42,6 +42,14 @@ class Edge(NamedTuple):
     input_nr: int
 
 
+def new_edge(node: Node, input_nr: int) -> Edge:
+    """`Edge(node, input_nr)` without namedtuple's Python-level __new__ (hot path)."""
+    return _tuple_new(Edge, (node, input_nr))
+
+
+_tuple_new = tuple.__new__
+
+
 class VersionCounter:
     """Counts in-place writes to one storage; shared by a base, its views and detach()es."""
 
@@ -102,7 +110,7 @@ class Node:
     where no gradient arrived) and the result holds one entry per `next_edges` slot.
     """
 
-    __slots__ = ("next_edges", "sequence_nr", "input_metadata", "hooks", "metadata",
+    __slots__ = ("next_edges", "sequence_nr", "input_metadata", "hooks", "_metadata",
                  "__weakref__")
 
     num_outputs = 1
@@ -110,7 +118,14 @@ class Node:
     def __init__(self) -> None:
         self.sequence_nr = next(_sequence_nr)
         self.hooks: NodeHooks | None = None
-        self.metadata: dict[str, Any] = {}
+        self._metadata: dict[str, Any] | None = None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """A dict for the user's annotations (as `torch.autograd.graph.Node.metadata`)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         """The node's name, e.g. `MulBackward`."""

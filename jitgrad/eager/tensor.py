@@ -22,7 +22,15 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.grad_mode import STATE
-from jitgrad.eager.node import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter, add_hook
+from jitgrad.eager.node import (
+    AccumulateGrad,
+    Edge,
+    Node,
+    RemovableHandle,
+    VersionCounter,
+    add_hook,
+    new_edge,
+)
 
 WARN_NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -461,9 +469,9 @@ def gradient_edge(t: Tensor) -> Edge | None:
     if t._view is not None:
         fn = t.grad_fn
     if fn is not None:
-        return Edge(fn, t._output_nr)
+        return new_edge(fn, t._output_nr)
     if t._requires_grad:
-        return Edge(grad_accumulator(t), 0)
+        return new_edge(grad_accumulator(t), 0)
     return None
 
 

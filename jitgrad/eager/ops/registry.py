@@ -32,6 +32,7 @@ import numpy as np
 from jitgrad.eager import xp as xp_namespaces
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues, VersionCounter
+from jitgrad.eager.tensor import Tensor, gradient_edge
 
 _NO_PARAMS: dict[str, Any] = {}
 
@@ -72,7 +73,8 @@ class OpDef:
         # -1 stands for the output; others index the forward's positional inputs
         self.save_index = tuple(-1 if s == "out" else self.input_names.index(s) for s in saves)
         title = node_name or "".join(part.capitalize() for part in name.split("_"))
-        self.node_class = type(f"{title}Backward", (OpNode,), {"__slots__": (), "op": self})
+        self.node_class = type(f"{title}Backward", (OpNode,),
+                               {"__slots__": (), "op": self, "num_outputs": num_outputs})
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -115,16 +117,12 @@ class OpNode(Node):
             raise RuntimeError(ERR_FREED)
         saved.check(self, self._output_tensor)
         if as_tensors:
-            return tuple(self._output_tensor(0) if isinstance(v, np.ndarray) else v
-                         for v in saved.values)
-        from jitgrad.eager.tensor import Tensor
-
-        return tuple(v._data if isinstance(v, Tensor) else v for v in saved.values)
+            return tuple([self._output_tensor(0) if isinstance(v, np.ndarray) else v
+                          for v in saved.values])
+        return tuple([v._data if isinstance(v, Tensor) else v for v in saved.values])
 
     def _output_tensor(self, output_nr: int) -> Any:
         """Rebuild the saved output as a Tensor whose grad_fn is this node (PyTorch does the same)."""
-        from jitgrad.eager.tensor import Tensor
-
         index = self.op.save_index.index(-1)
         out = Tensor._make(self.saved.values[index], True, self, output_nr)
         out._vc = self.saved.counters[index]
@@ -149,10 +147,9 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
     inputs: the user's operands (Tensors, or Python scalars), one per forward input;
     arrays: what the forward receives for them (tensor data, possibly cast to the result
     dtype). Returns a Tensor (a tuple of Tensors for multi-output ops).
+    See Note [Hot path] in tensor.py: this function runs once per op.
     """
-    from jitgrad.eager.tensor import Tensor, gradient_edge
-
-    out = op.forward(*arrays, **params)
+    out = op.forward(*arrays, **params) if params else op.forward(*arrays)
     record = False
     if STATE.enabled and op.differentiable:
         for x in inputs:
@@ -165,39 +162,45 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
         return tuple(Tensor._make(o) for o in out)
     node = op.node_class()
     node.params = params
-    node.next_edges = tuple([gradient_edge(x) if isinstance(x, Tensor) else None for x in inputs])
-    node.input_metadata = tuple([(x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None
-                                 for x in inputs])
+    edges = []
+    metadata = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            edges.append(gradient_edge(x))
+            data = x._data
+            metadata.append((data.shape, data.dtype))
+        else:
+            edges.append(None)
+            metadata.append(None)
+    node.next_edges = tuple(edges)
+    node.input_metadata = tuple(metadata)
     if op.num_outputs == 1:
         result = Tensor._make(out, out.dtype.kind == "f", node)
-        node.saved = _save(op, node, inputs, out, result) if op.saves else None
+        node.saved = _save(op, inputs, out, result) if op.save_index else None
         return result
     results = tuple(Tensor._make(o, o.dtype.kind == "f", node, i) for i, o in enumerate(out))
-    node.saved = _save(op, node, inputs, out, results[0]) if op.saves else None
+    node.saved = _save(op, inputs, out, results[0]) if op.save_index else None
     return results
 
 
-def _save(op: OpDef, node: OpNode, inputs: tuple, out: Any, result: Any) -> SavedValues:
-    from jitgrad.eager.tensor import Tensor
-
-    values, counters, versions = [], [], []
+def _save(op: OpDef, inputs: tuple, out: Any, result: Tensor) -> SavedValues:
+    values = []
+    counters = []
+    versions = []
     for i in op.save_index:
         if i == -1:
-            counter = result._vc
-            if counter is None:
-                counter = result._vc = VersionCounter()
-            values.append(out)
-            counters.append(counter)
-            versions.append(counter.value)
-            continue
-        x = inputs[i]
-        if isinstance(x, Tensor):
-            counter = x._version_counter()
-            values.append(x)
-            counters.append(counter)
-            versions.append(counter.value)
+            value, owner = out, result
         else:
-            values.append(x)
-            counters.append(None)
-            versions.append(0)
+            value = owner = inputs[i]
+            if not isinstance(owner, Tensor):
+                values.append(value)
+                counters.append(None)
+                versions.append(0)
+                continue
+        counter = owner._vc
+        if counter is None:
+            counter = owner._vc = VersionCounter()
+        values.append(value)
+        counters.append(counter)
+        versions.append(counter.value)
     return SavedValues(tuple(values), tuple(counters), tuple(versions))

@@ -1,0 +1,56 @@
+"""Timing helpers shared by the benchmarks: one thread, interleaved rounds, medians.
+
+The machines are shared and noisy, so every variant of a benchmark is timed in the
+same run, round-robin (round k times each variant once), and the median over rounds is
+reported together with ratios between variants, never absolute figures alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import statistics  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+
+def try_import_torch():
+    """torch pinned to one thread, or None when it is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def time_per_call(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of `fn`, averaged over `number` back-to-back calls."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def interleaved_medians(variants: dict[str, Callable[[], object]], number: int,
+                        rounds: int = 15) -> dict[str, float]:
+    """Median seconds per call of each variant, timed round-robin in one process."""
+    for fn in variants.values():  # warm up caches and lazy imports
+        time_per_call(fn, max(1, number // 10))
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            samples[name].append(time_per_call(fn, number))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def print_table(title: str, rows: list[tuple[str, float]], unit: str, reference: str) -> None:
+    """Print `name  value  ratio-to-reference` rows."""
+    ref = dict(rows)[reference]
+    print(f"\n{title}")
+    print(f"  {'variant':<34}{unit:>12}{'ratio to ' + reference:>28}")
+    for name, value in rows:
+        print(f"  {name:<34}{value:>12.2f}{value / ref:>28.2f}")
