@@ -117,6 +117,40 @@ class NumpyNamespace:
     def cat(arrays: list[Any], dim: int) -> Any:
         return np.concatenate(arrays, axis=dim)
 
+    @staticmethod
+    def prod(x: Any, dims: tuple[int, ...] | None, keepdim: bool = False) -> Any:
+        return np.prod(x, axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def cumsum(x: Any, dim: int) -> Any:
+        return np.cumsum(x, axis=dim)
+
+    @staticmethod
+    def cumprod(x: Any, dim: int) -> Any:
+        return np.cumprod(x, axis=dim)
+
+    @staticmethod
+    def take_along_dim(x: Any, index: Any, dim: int) -> Any:
+        """x's values at int `index` (same ndim as x) along `dim`."""
+        return np.take_along_axis(x, index, axis=dim)
+
+    @staticmethod
+    def put_along_dim(shape: tuple[int, ...], dim: int, index: Any, values: Any) -> Any:
+        """zeros(shape) with `values` written at `index` along `dim` (distinct per slice)."""
+        out = np.zeros(shape, dtype=np.asarray(values).dtype)
+        np.put_along_axis(out, index, values, axis=dim)
+        return out
+
+    @staticmethod
+    def eye_mask(n: int, shape: tuple[int, ...]) -> Any:
+        """bool identity of size n, reshaped to `shape` (n, n, 1, ...) for broadcasting."""
+        return np.eye(n, dtype=np.bool_).reshape(shape)
+
+    @staticmethod
+    def triu_mask(n: int, shape: tuple[int, ...]) -> Any:
+        """bool mask [i, j] = j >= i of size n, reshaped to `shape` (n, n, 1, ...)."""
+        return np.triu(np.ones((n, n), dtype=np.bool_)).reshape(shape)
+
 
 NUMPY = NumpyNamespace()
 

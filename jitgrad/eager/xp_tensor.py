@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitgrad.eager.ops import creation, linalg, pointwise, reduction, shape
+import numpy as np
+
+from jitgrad.eager.ops import creation, linalg, pointwise, reduction, shape, sorting
 from jitgrad.eager.tensor import Tensor
 
 exp = pointwise.exp
@@ -26,3 +28,36 @@ def cast(x: Tensor, np_dtype: Any) -> Tensor:
 
 def sum(x: Tensor, dims: tuple[int, ...] | None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return reduction.sum(x, dims, keepdim)
+
+
+def amax(x: Tensor, dims: tuple[int, ...] | None, keepdim: bool = False) -> Tensor:
+    return reduction.amax(x, dims, keepdim)
+
+
+def prod(x: Tensor, dims: tuple[int, ...] | None, keepdim: bool = False) -> Tensor:
+    return reduction.prod(x, dims, keepdim)
+
+
+def cumsum(x: Tensor, dim: int) -> Tensor:
+    return sorting.cumsum(x, dim)
+
+
+def cumprod(x: Tensor, dim: int) -> Tensor:
+    return sorting.cumprod(x, dim)
+
+
+def take_along_dim(x: Tensor, index: Any, dim: int) -> Tensor:
+    return sorting.take_along(x, index._data if isinstance(index, Tensor) else index, dim)
+
+
+def put_along_dim(shape: tuple[int, ...], dim: int, index: Any, values: Tensor) -> Tensor:
+    index = index if isinstance(index, Tensor) else Tensor._make(np.asarray(index))
+    return sorting.put_along(values, index, shape, dim)
+
+
+def eye_mask(n: int, shape: tuple[int, ...]) -> Tensor:
+    return Tensor._make(np.eye(n, dtype=np.bool_).reshape(shape))
+
+
+def triu_mask(n: int, shape: tuple[int, ...]) -> Tensor:
+    return Tensor._make(np.triu(np.ones((n, n), dtype=np.bool_)).reshape(shape))

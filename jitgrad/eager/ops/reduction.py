@@ -1,18 +1,39 @@
 """Reductions over `dim` (int, tuple or None; negative allowed) with `keepdim`.
 
 PyTorch conventions (research/eager_autograd.md §2.5): an empty dim tuple means all
-dims; integer/bool sums give int64; mean of an integer tensor is an error.
+dims; integer/bool sums and products give int64; mean/var/std of an integer tensor are
+errors; `axis=` and `keepdims=` are accepted as aliases, as PyTorch does. Gradient
+conventions: ties of a full max/min/amax/amin share the gradient evenly; `max(dim)`
+routes it to the returned index (see sorting.py, Note [Values at indices]); prod and
+std are zero-safe. The sorting and scan family lives in `sorting.py` and is re-exported
+here.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import numpy as np
 
 from jitgrad.eager import dtypes
+from jitgrad.eager.ops import pointwise
 from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.sorting import (
+    argsort,
+    cumprod,
+    cumsum,
+    return_type,
+    sort,
+    topk,
+    values_and_indices,
+)
 from jitgrad.eager.tensor import Tensor, normalize_dim
+
+MaxResult = return_type("max")
+MinResult = return_type("min")
+MedianResult = return_type("median")
 
 
 def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
@@ -29,6 +50,13 @@ def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
     return (normalize_dim(int(dim), ndim),)
 
 
+def _alias(dim: Any, keepdim: bool, axis: Any, keepdims: bool | None) -> tuple[Any, bool]:
+    """Resolve numpy's spellings `axis=` / `keepdims=`, which PyTorch accepts too."""
+    if axis is not None:
+        dim = axis
+    return dim, bool(keepdim if keepdims is None else keepdims)
+
+
 def restore_reduced(xp: Any, g: Any, shape: tuple[int, ...], dims: tuple[int, ...] | None,
                     keepdim: bool) -> Any:
     """Reshape a reduction's gradient so it broadcasts against the input `shape`."""
@@ -40,10 +68,30 @@ def restore_reduced(xp: Any, g: Any, shape: tuple[int, ...], dims: tuple[int, ..
     return xp.reshape(g, kept)
 
 
+def reduced_count(shape: tuple[int, ...], dims: tuple[int, ...] | None) -> int:
+    """How many input elements each output element of a reduction over `dims` reads."""
+    return math.prod(shape[d] for d in (dims if dims is not None else range(len(shape))))
+
+
+def _axis(x: np.ndarray, dims: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    return dims if x.ndim else None
+
+
+def _float_input(input: Tensor, name: str) -> np.ndarray:
+    data = input._data
+    if data.dtype.kind != "f":
+        raise RuntimeError(f"{name}(): input dtype should be floating point, but got "
+                           f"{input.dtype.name}; convert first, e.g. t.float().{name}(...)")
+    return data
+
+
+# ----- sum, mean, prod ----------------------------------------------------------------
+
+
 def _sum_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                  out_dtype: Any) -> np.ndarray:
-    axis = dims if x.ndim else None
-    return np.asarray(np.sum(x, axis=axis, keepdims=keepdim and x.ndim > 0, dtype=out_dtype))
+    return np.asarray(np.sum(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0,
+                             dtype=out_dtype))
 
 
 def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -53,39 +101,67 @@ def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 
 def _mean_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    axis = dims if x.ndim else None
-    return np.asarray(np.mean(x, axis=axis, keepdims=keepdim and x.ndim > 0))
+    return np.asarray(np.mean(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _mean_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     shape = ctx.input_metadata[0][0]
     dims = ctx.params["dims"]
-    count = int(np.prod([shape[d] for d in (dims if dims is not None else range(len(shape)))]))
     g = restore_reduced(xp, g, shape, dims, ctx.params["keepdim"])
-    return (xp.expand(g / count, shape),)
+    return (xp.expand(g / reduced_count(shape, dims), shape),)
+
+
+def _prod_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
+                  out_dtype: Any) -> np.ndarray:
+    return np.asarray(np.prod(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0,
+                              dtype=out_dtype))
+
+
+def _prod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    """d prod / d x_i = product of the other entries, without dividing by x_i.
+
+    No zero in the slice: prod/x_i. One zero: that slot gets the product of the others,
+    the rest 0. Two or more zeros: all 0 (PyTorch's measured values [0,6,0], [0,0,0]).
+    """
+    shape, np_dtype = ctx.input_metadata[0]
+    dims, keepdim = ctx.params["dims"], ctx.params["keepdim"]
+    g = restore_reduced(xp, g, shape, dims, keepdim)
+    is_zero = x == 0
+    zeros = xp.sum(xp.cast(is_zero, np_dtype), dims, True)
+    nonzero = xp.where(is_zero, 1, x)
+    others = xp.prod(nonzero, dims, True)  # product of the nonzero entries
+    one_zero = xp.where(is_zero, others, 0)
+    return (g * xp.where(zeros == 0, others / nonzero, xp.where(zeros == 1, one_zero, 0)),)
 
 
 SUM = register("sum", _sum_forward, _sum_backward, source="d(sum x)/dx_i = 1")
 MEAN = register("mean", _mean_forward, _mean_backward, source="d(mean x)/dx_i = 1/N")
+PROD = register("prod", _prod_forward, _prod_backward, saves=("x",),
+                source="product rule, zero-aware (PyTorch prod_backward)")
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+def _integer_accumulator(data: np.ndarray, dtype: Any) -> Any:
+    if dtype is not None:
+        return dtypes.to_dtype(dtype).np
+    return np.dtype(np.int64) if data.dtype.kind in "biu" else None
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,  # noqa: A001
+        axis: Any = None, keepdims: bool | None = None) -> Tensor:
     """Sum over `dim` (all dims by default). Integer and bool inputs sum to int64."""
     data = input._data
-    if dtype is not None:
-        out_dtype = dtypes.to_dtype(dtype).np
-    elif data.dtype.kind in "biu":
-        out_dtype = np.dtype(np.int64)
-    else:
-        out_dtype = None
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     dims = normalize_dims(dim, data.ndim)
     return apply_op(SUM, (input,), (data,),
-                    {"dims": dims, "keepdim": bool(keepdim), "out_dtype": out_dtype})
+                    {"dims": dims, "keepdim": keepdim,
+                     "out_dtype": _integer_accumulator(data, dtype)})
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+         axis: Any = None, keepdims: bool | None = None) -> Tensor:
     """Arithmetic mean over `dim`. Raises RuntimeError for integer inputs (as PyTorch)."""
     data = input._data
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dtype is not None:
         data = data.astype(dtypes.to_dtype(dtype).np)
     if data.dtype.kind != "f":
@@ -93,9 +169,431 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {input.dtype.name}; convert first, e.g. t.float().mean()")
     return apply_op(MEAN, (input,), (data,),
+                    {"dims": normalize_dims(dim, data.ndim), "keepdim": keepdim})
+
+
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+         axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    """Product over `dim` (all dims by default); integer/bool inputs give int64.
+
+    Gradient is zero-safe (no 0/0): see `_prod_backward`.
+    """
+    data = input._data
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return apply_op(PROD, (input,), (data,),
+                    {"dims": normalize_dims(dim, data.ndim), "keepdim": keepdim,
+                     "out_dtype": _integer_accumulator(data, dtype)})
+
+
+# ----- extrema ------------------------------------------------------------------------
+
+
+def _amax_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.amax(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+
+
+def _amin_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.amin(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+
+
+def _extremum_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """g shared evenly by every entry equal to the extremum ([1,3,3].max() -> [0,.5,.5])."""
+    shape, np_dtype = ctx.input_metadata[0]
+    dims, keepdim = ctx.params["dims"], ctx.params["keepdim"]
+    g = restore_reduced(xp, g, shape, dims, keepdim)
+    out = restore_reduced(xp, out, shape, dims, keepdim)
+    hits = xp.cast(x == out, np_dtype)
+    return (g * hits / xp.sum(hits, dims, True),)
+
+
+AMAX = register("amax", _amax_forward, _extremum_backward, saves=("x", "out"),
+                source="subgradient split evenly among ties (PyTorch evenly_distribute)")
+AMIN = register("amin", _amin_forward, _extremum_backward, saves=("x", "out"),
+                source="subgradient split evenly among ties (PyTorch evenly_distribute)")
+
+
+def _extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    data = input._data
+    dims = normalize_dims(dim, data.ndim)
+    if data.size == 0 and (dims is None or any(data.shape[d] == 0 for d in dims)):
+        raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
+                           f"input.numel() == 0 (shape {list(data.shape)}); the reduced "
+                           "dims must be non-empty")
+    return apply_op(op, (input,), (data,), {"dims": dims, "keepdim": keepdim})
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
+         keepdims: bool | None = None) -> Tensor:
+    """Maximum over `dim` (all dims by default); gradient split evenly among ties."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _extremum(AMAX, input, dim, keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None,
+         keepdims: bool | None = None) -> Tensor:
+    """Minimum over `dim` (all dims by default); gradient split evenly among ties."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _extremum(AMIN, input, dim, keepdim)
+
+
+def _max_or_min(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
+    if isinstance(dim, Tensor):  # max(a, b): the elementwise maximum
+        return pointwise.maximum(input, dim) if largest else pointwise.minimum(input, dim)
+    if dim is None:
+        return _extremum(AMAX if largest else AMIN, input, None, False)
+    data = input._data
+    d = normalize_dim(int(dim), data.ndim)
+    if data.ndim and data.shape[d] == 0:
+        raise IndexError(f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have "
+                         f"non-zero size (input shape {list(data.shape)})")
+    arg = np.argmax if largest else np.argmin  # first occurrence on ties; NaN wins
+    index = np.zeros((), np.int64) if data.ndim == 0 else arg(data, axis=d, keepdims=True)
+    return values_and_indices(input, index, d, keepdim, MaxResult if largest else MinResult)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
+        keepdims: bool | None = None) -> Any:
+    """Full maximum (no dim), `(values, indices)` along `dim`, or `maximum(input, other)`.
+
+    Gradient: a full max splits g evenly among ties; `max(dim)` sends it to the returned
+    index, the first maximum (measured PyTorch behaviour, research §2.5). NaN propagates.
+    """
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _max_or_min(input, dim, keepdim, True)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
+        keepdims: bool | None = None) -> Any:
+    """Full minimum, `(values, indices)` along `dim`, or `minimum(input, other)` (see max)."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _max_or_min(input, dim, keepdim, False)
+
+
+ARGMAX = register("argmax", lambda x, dim, keepdim: _arg(np.argmax, x, dim, keepdim))
+ARGMIN = register("argmin", lambda x, dim, keepdim: _arg(np.argmin, x, dim, keepdim))
+
+
+def _arg(fn: Any, x: np.ndarray, dim: int | None, keepdim: bool) -> np.ndarray:
+    if dim is None or x.ndim == 0:
+        out = np.asarray(fn(x), dtype=np.int64)
+        return out.reshape((1,) * x.ndim) if keepdim else out
+    return np.asarray(fn(x, axis=dim, keepdims=keepdim), dtype=np.int64)
+
+
+def _arg_extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    data = input._data
+    if data.size == 0:
+        raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
+                           f"input.numel() == 0 (shape {list(data.shape)})")
+    d = None if dim is None else normalize_dim(int(dim), data.ndim)
+    return apply_op(op, (input,), (data,), {"dim": d, "keepdim": keepdim})
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: Any = None,
+           keepdims: bool | None = None) -> Tensor:
+    """int64 index of the maximum (flattened when dim is None); first on ties, NaN wins."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _arg_extremum(ARGMAX, input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *, axis: Any = None,
+           keepdims: bool | None = None) -> Tensor:
+    """int64 index of the minimum (flattened when dim is None); first on ties, NaN wins."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _arg_extremum(ARGMIN, input, dim, keepdim)
+
+
+def _median_forward(x: np.ndarray, dims: None, keepdim: bool) -> np.ndarray:
+    flat = np.sort(x, axis=None)  # NaN sorts last
+    if flat.size == 0 or np.isnan(flat[-1]):
+        return np.asarray(np.nan, dtype=x.dtype)
+    return np.asarray(flat[(flat.size - 1) // 2])
+
+
+MEDIAN = register("median", _median_forward, _extremum_backward, saves=("x", "out"),
+                  source="subgradient split evenly among ties")
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Lower median of all elements, or `(values, indices)` along `dim`; NaN propagates.
+
+    Full reduction: gradient split evenly among entries equal to the median
+    (`[1,2,2,3]` -> `[0,.5,.5,0]`); along a dim it goes to the returned index.
+    """
+    data = input._data
+    if dim is None:
+        return apply_op(MEDIAN, (input,), (data,), {"dims": None, "keepdim": False})
+    d = normalize_dim(int(dim), data.ndim)
+    if data.ndim == 0:
+        return values_and_indices(input, np.zeros((), np.int64), 0, keepdim, MedianResult)
+    k = (data.shape[d] - 1) // 2
+    index = np.take(np.argsort(data, axis=d, kind="stable"), [k], axis=d)
+    nans = np.isnan(data)
+    if nans.any():  # a slice holding NaN has median NaN, at its first NaN
+        index = np.where(nans.any(axis=d, keepdims=True),
+                         np.argmax(nans, axis=d, keepdims=True), index)
+    return values_and_indices(input, index.astype(np.int64), d, keepdim, MedianResult)
+
+
+# ----- variance and standard deviation -------------------------------------------------
+
+
+def _var_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
+                 correction: float) -> np.ndarray:
+    axis = _axis(x, dims)
+    keep = keepdim and x.ndim > 0
+    dof = reduced_count(x.shape, dims if x.ndim else None) - correction
+    if dof > 0:
+        return np.asarray(np.var(x, axis=axis, ddof=correction, keepdims=keep))
+    centered = x - np.mean(x, axis=axis, keepdims=True)
+    # PyTorch divides by max(0, N - correction): 0/0 = nan, positive/0 = inf
+    return np.asarray(np.sum(centered * centered, axis=axis, keepdims=keep) / x.dtype.type(0))
+
+
+def _std_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
+                 correction: float) -> np.ndarray:
+    return np.sqrt(_var_forward(x, dims, keepdim, correction))
+
+
+def _centered_scaled(xp: Any, ctx: Any, x: Any) -> Any:
+    """(x - mean) / max(0, N - correction), the building block of var/std gradients."""
+    shape = ctx.input_metadata[0][0]
+    dims = ctx.params["dims"]
+    n = reduced_count(shape, dims)
+    dof = n - ctx.params["correction"]
+    centered = x - xp.sum(x, dims, True) / n
+    return centered * (1.0 / dof if dof > 0 else math.inf)
+
+
+def _var_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    shape = ctx.input_metadata[0][0]
+    g = restore_reduced(xp, g, shape, ctx.params["dims"], ctx.params["keepdim"])
+    return (2 * g * _centered_scaled(xp, ctx, x),)
+
+
+def _std_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """var'/(2 std), and 0 where std == 0 (constant input, pytorch#4320)."""
+    shape = ctx.input_metadata[0][0]
+    dims, keepdim = ctx.params["dims"], ctx.params["keepdim"]
+    g = restore_reduced(xp, g, shape, dims, keepdim)
+    out = restore_reduced(xp, out, shape, dims, keepdim)
+    zero = out == 0
+    grad = g * _centered_scaled(xp, ctx, x) / xp.where(zero, 1, out)
+    return (xp.where(zero, 0, grad),)
+
+
+VAR = register("var", _var_forward, _var_backward, saves=("x",),
+               source="d var / dx_i = 2 (x_i - mean) / (N - correction)")
+STD = register("std", _std_forward, _std_backward, saves=("x", "out"),
+               source="d std = d var / (2 std), 0 where std == 0")
+
+
+def _var_args(input: Tensor, name: str, dim: Any, unbiased: Any, keepdim: bool,
+              correction: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    data = input._data
+    if data.dtype.kind != "f":
+        raise RuntimeError(f"{name}(): std and var only support floating point and complex "
+                           f"dtypes, got {input.dtype.name}; convert first, e.g. "
+                           f"t.float().{name}()")
+    if isinstance(dim, bool):  # var(input, unbiased): the legacy positional form
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = normalize_dims(dim, data.ndim)
+    n = reduced_count(data.shape, dims if data.ndim else None)
+    if n - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
+    return data, {"dims": dims, "keepdim": keepdim, "correction": correction}
+
+
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    """Variance over `dim` with Bessel's correction by default (`correction=1`).
+
+    `unbiased=False` or `correction=0` gives the population variance. Warns (UserWarning)
+    when N - correction <= 0; the result is then nan or inf, as in PyTorch.
+    """
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    data, params = _var_args(input, "var", dim, unbiased, keepdim, correction)
+    return apply_op(VAR, (input,), (data,), params)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: float | None = None, axis: Any = None, keepdims: bool | None = None) -> Tensor:
+    """Standard deviation over `dim` (see `var`); gradient 0 where the result is 0."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    data, params = _var_args(input, "std", dim, unbiased, keepdim, correction)
+    return apply_op(STD, (input,), (data,), params)
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """`(var, mean)` over `dim` (see `var`)."""
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
+             *, correction: float | None = None) -> tuple[Tensor, Tensor]:
+    """`(std, mean)` over `dim` (see `std`)."""
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+
+
+# ----- logsumexp and norms ------------------------------------------------------------
+
+
+def _logsumexp_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    axis = _axis(x, dims)
+    shift = np.amax(x, axis=axis, keepdims=True)
+    shift = np.where(np.isfinite(shift), shift, x.dtype.type(0))  # all -inf slice -> -inf
+    out = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    if not keepdim:
+        out = out.reshape(()) if axis is None else out.squeeze(axis)
+    return np.asarray(out)
+
+
+def _logsumexp_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    shape = ctx.input_metadata[0][0]
+    dims, keepdim = ctx.params["dims"], ctx.params["keepdim"]
+    g = restore_reduced(xp, g, shape, dims, keepdim)
+    return (g * xp.exp(x - restore_reduced(xp, out, shape, dims, keepdim)),)
+
+
+LOGSUMEXP = register("logsumexp", _logsumexp_forward, _logsumexp_backward, saves=("x", "out"),
+                     source="d logsumexp = softmax(x)")
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over `dim`, shifted by the max; an all -inf slice gives -inf.
+
+    Integer inputs give the default float dtype. Gradient: g * softmax(x) (NaN for an
+    all -inf slice, as PyTorch).
+    """
+    data = input._data
+    if data.dtype.kind != "f":
+        data = data.astype(dtypes.get_default_dtype().np)
+    return apply_op(LOGSUMEXP, (input,), (data,),
                     {"dims": normalize_dims(dim, data.ndim), "keepdim": bool(keepdim)})
 
 
-__all__ = ["sum", "mean"]
+def _vector_norm_forward(x: np.ndarray, ord: float, dims: tuple[int, ...] | None,  # noqa: A002
+                         keepdim: bool) -> np.ndarray:
+    axis = _axis(x, dims)
+    keep = keepdim and x.ndim > 0
+    if ord == 2:
+        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keep))
+    magnitude = np.abs(x)
+    if ord == math.inf:
+        return np.asarray(np.amax(magnitude, axis=axis, keepdims=keep))
+    if ord == -math.inf:
+        return np.asarray(np.amin(magnitude, axis=axis, keepdims=keep))
+    if ord == 0:
+        return np.asarray(np.sum(magnitude != 0, axis=axis, keepdims=keep).astype(x.dtype))
+    if ord == 1:
+        return np.asarray(np.sum(magnitude, axis=axis, keepdims=keep))
+    return np.asarray(np.sum(magnitude ** ord, axis=axis, keepdims=keep) ** (1.0 / ord))
 
-METHODS = {"sum": sum, "mean": mean}
+
+def _vector_norm_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """PyTorch's norm_backward: 0 where the norm is 0 (norm'(0) = 0, pytorch#2421)."""
+    shape, np_dtype = ctx.input_metadata[0]
+    ord, dims, keepdim = ctx.params["ord"], ctx.params["dims"], ctx.params["keepdim"]  # noqa: A001
+    g = restore_reduced(xp, g, shape, dims, keepdim)
+    out = restore_reduced(xp, out, shape, dims, keepdim)
+    if ord == 0:
+        return (xp.zeros_like(x),)
+    if ord == 1:
+        return (g * xp.sign(x),)
+    if ord in (math.inf, -math.inf):
+        hits = xp.cast(xp.abs(x) == out, np_dtype)
+        return (g * xp.sign(x) * hits / xp.sum(hits, dims, True),)
+    zero_norm = out == 0
+    safe_norm = xp.where(zero_norm, 1, out)
+    if ord == 2:
+        return (xp.where(zero_norm, 0, g * x / safe_norm),)
+    is_zero = x == 0
+    scaled = xp.sign(x) * xp.where(is_zero, 1, xp.abs(x)) ** (ord - 1)  # x |x|^(p-2)
+    scaled = xp.where(is_zero, 0, scaled)
+    return (xp.where(zero_norm, 0, g * scaled / safe_norm ** (ord - 1)),)
+
+
+VECTOR_NORM = register("vector_norm", _vector_norm_forward, _vector_norm_backward,
+                       saves=("x", "out"), source="d ||x||_p = x |x|^(p-2) / ||x||^(p-1)")
+
+
+def vector_norm(input: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                dtype: Any = None) -> Tensor:
+    """The p-norm `(sum |x|^ord)^(1/ord)` over `dim` (all dims by default).
+
+    ord: any real, `inf` (max |x|), `-inf` (min |x|), 0 (count of nonzeros).
+    Gradient 0 where the norm is 0 (as PyTorch). Raises RuntimeError on integer input.
+    """
+    data = input._data
+    if dtype is not None:
+        data = data.astype(dtypes.to_dtype(dtype).np)
+    if data.dtype.kind != "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {input.dtype.name}; convert first, e.g. t.float()")
+    return apply_op(VECTOR_NORM, (input,), (data,),
+                    {"ord": float(ord), "dims": normalize_dims(dim, data.ndim),
+                     "keepdim": bool(keepdim)})
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Tensor:
+    """`torch.norm`: p-norm of the entries over `dim` ('fro' = 2-norm of all entries).
+
+    Raises RuntimeError for p='nuc' and other matrix norms (use vector norms).
+    """
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise RuntimeError(f"norm: p={p!r} (a matrix norm) is not supported by jitgrad; "
+                           "use p='fro' or a number")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype)
+
+
+# ----- logical reductions (no gradient) -----------------------------------------------
+
+
+def _bool_reduce(fn: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    data = input._data
+    dims = normalize_dims(dim, data.ndim)
+    return Tensor._make(np.asarray(fn(data, axis=_axis(data, dims),
+                                      keepdims=keepdim and data.ndim > 0)))
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
+        keepdims: bool | None = None) -> Tensor:
+    """True where any element over `dim` is nonzero (bool result)."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _bool_reduce(np.any, input, dim, keepdim)
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
+        keepdims: bool | None = None) -> Tensor:
+    """True where every element over `dim` is nonzero (bool result)."""
+    dim, keepdim = _alias(dim, keepdim, axis, keepdims)
+    return _bool_reduce(np.all, input, dim, keepdim)
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    """int64 count of nonzero elements over `dim` (all dims by default)."""
+    data = input._data
+    dims = normalize_dims(dim, data.ndim)
+    return Tensor._make(np.asarray(np.count_nonzero(data, axis=_axis(data, dims)), dtype=np.int64))
+
+
+__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "median",
+           "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "any", "all",
+           "count_nonzero", "sort", "argsort", "topk", "cumsum", "cumprod"]
+
+METHODS = {
+    "sum": sum, "mean": mean, "prod": prod, "amax": amax, "amin": amin, "max": max, "min": min,
+    "argmax": argmax, "argmin": argmin, "median": median, "var": var, "std": std,
+    "logsumexp": logsumexp, "norm": norm, "any": any, "all": all, "count_nonzero": count_nonzero,
+    "sort": sort, "argsort": argsort, "topk": topk, "cumsum": cumsum, "cumprod": cumprod,
+}

@@ -1,0 +1,225 @@
+"""Ops that order or select along one dim: sort, argsort, topk, max/min/median over a
+dim (their values), cumulative sums and products.
+
+Note [Values at indices]: every op here that returns `(values, indices)` computes the
+int64 indices in numpy first (no gradient), then takes the values with the `take_along`
+op, whose backward puts the gradient back at those indices (`xp.put_along_dim`). So
+the gradient goes to exactly the returned index (PyTorch's rule for `max(dim)` ties,
+research/eager_autograd.md §2.5), and one backward formula serves all of them.
+`reduction.py` re-exports the public functions.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager import dtypes
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.tensor import Tensor, normalize_dim
+
+
+def return_type(name: str) -> type:
+    """A `(values, indices)` namedtuple printed like `torch.return_types.<name>`."""
+    cls = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self: Any) -> str:  # noqa: N807
+        return f"jitgrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    cls.__repr__ = __repr__
+    cls.__module__ = "jitgrad.return_types"
+    return cls
+
+
+SortResult = return_type("sort")
+TopkResult = return_type("topk")
+
+
+# ----- values at indices (see Note [Values at indices]) -------------------------------
+
+
+def _take_forward(x: np.ndarray, index: np.ndarray, dim: int, squeeze: bool) -> np.ndarray:
+    out = np.take_along_axis(x, index, axis=dim)
+    return out.squeeze(dim) if squeeze else out
+
+
+def _take_backward(xp: Any, ctx: Any, g: Any, index: Any) -> tuple:
+    dim = ctx.params["dim"]
+    if ctx.params["squeeze"]:
+        g = xp.reshape(g, ctx.input_metadata[1][0])
+    return xp.put_along_dim(ctx.input_metadata[0][0], dim, index, g), None
+
+
+def _put_forward(values: np.ndarray, index: np.ndarray, shape: tuple[int, ...],
+                 dim: int) -> np.ndarray:
+    out = np.zeros(shape, dtype=values.dtype)
+    np.put_along_axis(out, index, values, axis=dim)
+    return out
+
+
+def _put_backward(xp: Any, ctx: Any, g: Any, index: Any) -> tuple:
+    return xp.take_along_dim(g, index, ctx.params["dim"]), None
+
+
+TAKE_ALONG = register("take_along", _take_forward, _take_backward, saves=("index",),
+                      inputs=("x", "index"), source="gradient flows to the selected index")
+PUT_ALONG = register("put_along", _put_forward, _put_backward, saves=("index",),
+                     inputs=("values", "index"), source="adjoint of take_along")
+
+
+def take_along(input: Tensor, index: np.ndarray, dim: int, squeeze: bool = False) -> Tensor:
+    """`input`'s values at int64 `index` (same ndim) along `dim`, optionally squeezing `dim`."""
+    return apply_op(TAKE_ALONG, (input, Tensor._make(index)), (input._data, index),
+                    {"dim": dim, "squeeze": squeeze})
+
+
+def put_along(values: Tensor, index: Tensor, shape: tuple[int, ...], dim: int) -> Tensor:
+    """zeros(shape) with `values` written at `index` along `dim` (indices distinct per slice)."""
+    return apply_op(PUT_ALONG, (values, index), (values._data, index._data),
+                    {"shape": tuple(shape), "dim": dim})
+
+
+def values_and_indices(input: Tensor, index: np.ndarray, dim: int, keepdim: bool,
+                       result: type) -> Any:
+    """`result(values, indices)` for indices computed with keepdims=True along `dim`."""
+    if input._data.ndim == 0:
+        values = take_along(input.reshape(1), index.reshape(1), 0, squeeze=True)
+        return result(values, Tensor._make(np.zeros((), dtype=np.int64)))
+    values = take_along(input, index, dim, squeeze=not keepdim)
+    return result(values, Tensor._make(index if keepdim else index.squeeze(dim)))
+
+
+# ----- sorting ------------------------------------------------------------------------
+
+
+def _argsort(data: np.ndarray, dim: int, descending: bool) -> np.ndarray:
+    """Stable argsort along `dim`; descending keeps ties in their original order and
+    puts NaN first (NaN counts as the largest value, as in PyTorch)."""
+    if not descending:
+        return np.argsort(data, axis=dim, kind="stable").astype(np.int64, copy=False)
+    flipped = np.flip(data, axis=dim)
+    order = np.flip(np.argsort(flipped, axis=dim, kind="stable"), axis=dim)
+    return (data.shape[dim] - 1 - order).astype(np.int64)
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """`(values, indices)` sorted along `dim`. Always stable (ties keep input order).
+
+    Gradient: scattered back to `indices`. `stable` is accepted for PyTorch
+    compatibility; numpy's stable sort is used either way.
+    """
+    data = input._data
+    if data.ndim == 0:
+        return values_and_indices(input, np.zeros((), np.int64), 0, False, SortResult)
+    dim = normalize_dim(dim, data.ndim)
+    index = _argsort(data, dim, descending)
+    return SortResult(take_along(input, index, dim), Tensor._make(index))
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """int64 indices that sort `input` along `dim` (stable; see `sort`)."""
+    data = input._data
+    if data.ndim == 0:
+        return Tensor._make(np.zeros((), dtype=np.int64))
+    return Tensor._make(_argsort(data, normalize_dim(dim, data.ndim), descending))
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+    """`(values, indices)` of the k largest (or smallest) entries along `dim`.
+
+    Values come out sorted (also when `sorted=False`, whose order PyTorch leaves open).
+    Which of several tied entries is chosen is implementation-defined in PyTorch; here
+    the earliest. Raises RuntimeError when k exceeds the dim's size.
+    """
+    data = input._data
+    dim = normalize_dim(dim, data.ndim)
+    size = data.shape[dim] if data.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError(f"selected index k out of range: k={k} but dim {dim} of input shape "
+                           f"{list(data.shape)} has size {size}; pass k <= {size}")
+    if data.ndim == 0:
+        return values_and_indices(input, np.zeros((), np.int64), 0, False, TopkResult)
+    index = np.take(_argsort(data, dim, largest), np.arange(k), axis=dim)
+    return TopkResult(take_along(input, index, dim), Tensor._make(index))
+
+
+# ----- cumulative ops -----------------------------------------------------------------
+
+
+def _cumsum_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
+    if x.ndim == 0:
+        return x.astype(out_dtype or x.dtype, copy=True)
+    return np.cumsum(x, axis=dim, dtype=out_dtype)
+
+
+def _cumsum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    if not ctx.input_metadata[0][0]:
+        return (g,)
+    dim = ctx.params["dim"]
+    # reverse cumulative sum: grad_i = sum_{j >= i} g_j = total - cumsum(g)_i + g_i
+    return (xp.sum(g, (dim,), keepdim=True) - xp.cumsum(g, dim) + g,)
+
+
+def _cumprod_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
+    if x.ndim == 0:
+        return x.astype(out_dtype or x.dtype, copy=True)
+    return np.cumprod(x, axis=dim, dtype=out_dtype)
+
+
+def _cumprod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    """grad_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k, zero-aware.
+
+    Builds, for every i, the cumulative product of x with x_i replaced by 1 (an extra
+    axis of length n after `dim`), so zeros in x need no division: O(n^2) memory along
+    `dim`, fine for the sequence lengths cumprod is used with.
+    """
+    shape = ctx.input_metadata[0][0]
+    if not shape:
+        return (g,)
+    dim = ctx.params["dim"]
+    n = shape[dim]
+    eye_shape = (n, n) + (1,) * (len(shape) - dim - 1)
+    # position k == i along (i: new axis `dim`, k: axis `dim + 1`)
+    diagonal = xp.eye_mask(n, eye_shape)
+    x_k = xp.reshape(x, shape[:dim] + (1,) + shape[dim:])
+    without_i = xp.where(diagonal, 1, x_k)
+    partial = xp.cumprod(without_i, dim + 1)          # [..., i, j, ...]
+    g_j = xp.reshape(g, shape[:dim] + (1,) + shape[dim:])
+    upper = xp.triu_mask(n, eye_shape)                 # j >= i
+    return (xp.sum(xp.where(upper, partial * g_j, 0), (dim + 1,)),)
+
+
+CUMSUM = register("cumsum", _cumsum_forward, _cumsum_backward,
+                  source="reverse cumulative sum of g")
+CUMPROD = register("cumprod", _cumprod_forward, _cumprod_backward, saves=("x",),
+                   source="product rule, zero-aware (products that skip x_i)")
+
+
+def _scan(op: Any, input: Tensor, dim: int, dtype: Any) -> Tensor:
+    data = input._data
+    if dtype is not None:
+        out_dtype = dtypes.to_dtype(dtype).np
+    elif data.dtype.kind in "biu":
+        out_dtype = np.dtype(np.int64)  # PyTorch accumulates integers in int64
+    else:
+        out_dtype = None
+    return apply_op(op, (input,), (data,),
+                    {"dim": normalize_dim(dim, data.ndim), "out_dtype": out_dtype})
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Cumulative sum along `dim`; integer/bool inputs accumulate in int64.
+
+    Gradient: the reverse cumulative sum of g (`[1,2,3].cumsum(0)` -> grad `[3,2,1]`).
+    """
+    return _scan(CUMSUM, input, dim, dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Cumulative product along `dim`; integer/bool inputs accumulate in int64.
+
+    Gradient is zero-aware: `[2,0,3]` -> grad `[1,8,0]` (for g = ones).
+    """
+    return _scan(CUMPROD, input, dim, dtype)
