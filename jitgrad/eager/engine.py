@@ -15,10 +15,11 @@ so 100,000-deep chains work):
    dtype (cast). Saved values are released unless `retain_graph`.
 
 Gradients travel as numpy arrays, or as Tensors when `create_graph=True` (then every
-formula records history). Note [Gradient ownership]: a gradient array is stored into a
-leaf's `.grad` without a copy only when the engine created it and handed it to nobody
-else (`GraphTask.owned`), otherwise it is copied: formulas like add return their incoming
-gradient to several inputs, and `.grad` is later updated in place.
+formula records history). Note [Gradient ownership]: the first gradient stored into a
+leaf's `.grad` is a copy, because formulas like add return their incoming gradient to
+several inputs (and the root gradient belongs to the caller) while `.grad` is later
+updated in place. PyTorch avoids the copy by checking reference counts; one copy per
+leaf per backward is cheap next to the ops that produced the gradient.
 """
 
 from __future__ import annotations
@@ -43,8 +44,7 @@ WARN_CREATE_GRAPH = (
     "make sure to reset the .grad fields of your parameters to None after use to break the "
     "cycle and avoid the leak.")
 
-_engine_lock = threading.RLock()
-_current_task = threading.local()
+_engine_lock = threading.RLock()  # reentrant: hooks and formulas may call backward()
 
 
 class ReadyQueue:
@@ -79,7 +79,6 @@ class GraphTask:
         self.create_graph = create_graph
         self.dependencies: dict[Node, int] = {}
         self.input_buffers: dict[Node, list[Any]] = {}
-        self.owned: set[int] = set()
         self.needed: set[Node] | None = None
         self.captures: dict[tuple[Node, int], list[int]] = {}
         self.captured: list[Any] = []
@@ -172,10 +171,7 @@ class GraphTask:
         if previous is None:
             buffer[slot] = grad
         else:
-            total = previous + grad  # out of place: `previous` may be aliased elsewhere
-            buffer[slot] = total
-            if not self.create_graph:
-                self.owned.add(id(total))
+            buffer[slot] = previous + grad  # out of place: `previous` may be aliased elsewhere
 
     def _run_node(self, node: Node, grads: list[Any], needed: bool) -> tuple[Any, ...]:
         if node.hooks is not None or self.captures or not needed:
@@ -185,7 +181,7 @@ class GraphTask:
                 break
         else:
             return (None,) * len(node.next_edges)
-        outputs = self._validate_outputs(node, node.apply(grads, self.create_graph), grads)
+        outputs = self._validate_outputs(node, node.apply(grads, self.create_graph))
         if not self.retain_graph:
             node.release_variables()
         return outputs
@@ -207,7 +203,7 @@ class GraphTask:
             return (None,) * len(node.next_edges)
         if all(g is None for g in grads):
             return (None,) * len(node.next_edges)
-        outputs = self._validate_outputs(node, node.apply(grads, self.create_graph), grads)
+        outputs = self._validate_outputs(node, node.apply(grads, self.create_graph))
         if hooks is not None and hooks.post_hooks:
             outputs = _call_post_hooks(node, hooks, outputs, grads, self.create_graph)
         if not self.retain_graph:
@@ -220,7 +216,6 @@ class GraphTask:
             if grads[slot] is not None:
                 for hook in list(table.values()):
                     grads[slot] = _call_tensor_hook(hook, grads[slot], self.create_graph)
-                    self.owned.discard(id(grads[slot]))
         for slot, store in hooks.retains_grad.items():
             if grads[slot] is not None:
                 store(_as_tensor_grad(grads[slot]))
@@ -230,12 +225,8 @@ class GraphTask:
                 grads = [_unwrap(g, self.create_graph) for g in result]
         return grads
 
-    def _validate_outputs(self, node: Node, outputs: Any, incoming: list[Any]) -> tuple[Any, ...]:
-        """Check count, sum broadcast gradients to each input's shape, cast dtype.
-
-        Also records which arrays the engine owns (Note [Gradient ownership]): a fresh,
-        writeable, non-view array that is neither an incoming gradient nor returned twice.
-        """
+    def _validate_outputs(self, node: Node, outputs: Any) -> tuple[Any, ...]:
+        """Check count, sum broadcast gradients to each input's shape, cast dtype."""
         edges = node.next_edges
         if len(outputs) != len(edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
@@ -256,18 +247,6 @@ class GraphTask:
                 grad = sum_to(grad, shape, node, i)
             if grad.dtype != np_dtype:
                 grad = grad.astype(np_dtype)
-            fresh = grad.base is None and grad.flags.writeable
-            if fresh:
-                for other in incoming:
-                    if other is grad:
-                        fresh = False
-                for other in fixed:
-                    if other is grad:
-                        fresh = False
-            if fresh:
-                self.owned.add(id(grad))
-            else:
-                self.owned.discard(id(grad))
             fixed.append(grad)
         return tuple(fixed)
 
@@ -337,13 +316,13 @@ def _call_post_hooks(node: Node, hooks: Any, outputs: tuple[Any, ...], grads: li
 
 
 def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> None:
-    """AccumulateGrad's work: run the leaf's hooks, then store or add into `.grad`."""
-    task = getattr(_current_task, "task", None)
+    """AccumulateGrad's work: run the leaf's hooks, then store or add into `.grad`.
+
+    See Note [Gradient ownership] for why the first gradient is copied.
+    """
     if variable._hooks:
         for hook in list(variable._hooks.values()):
             grad = _call_tensor_hook(hook, grad, create_graph)
-            if task is not None:
-                task.owned.discard(id(grad))
     if grad is None:
         return
     current = variable._grad
@@ -355,10 +334,7 @@ def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> Non
         else:
             variable._grad = current + grad
     elif current is None:
-        owned = task is not None and id(grad) in task.owned
-        if task is not None:
-            task.owned.discard(id(grad))
-        variable._grad = Tensor._make(grad if owned else np.array(grad, copy=True))
+        variable._grad = Tensor._make(np.array(grad, copy=True))
     elif current._requires_grad:
         variable._grad = Tensor._make(current._data + grad)
     else:
@@ -405,16 +381,13 @@ def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence[Any] | No
 
 def _run_task(task: GraphTask, roots: Sequence[Tensor], grads: list[Any]) -> list[Any]:
     edges = [gradient_edge(t) for t in roots]
-    previous_task = getattr(_current_task, "task", None)
     previous_mode = STATE.enabled
     with _engine_lock:
-        _current_task.task = task
         STATE.enabled = task.create_graph
         try:
             return task.execute(edges, grads)
         finally:
             STATE.enabled = previous_mode
-            _current_task.task = previous_task
 
 
 def _tensors(x: Tensor | Sequence[Tensor] | None) -> list[Tensor] | None:
