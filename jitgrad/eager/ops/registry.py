@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -48,15 +48,20 @@ class OpDef:
     backward: see the module docstring; None for ops without a derivative (argmax, eq).
     saves:    names among forward's positional parameters, or "out".
     source:   where the derivative comes from (textbook rule or paper).
+    meta:     the shape/dtype rule, `(TensorMeta or scalar per input, **params) ->
+              TensorMeta` (a tuple for multi-output ops); by default inferred by running
+              the forward on zero-stride arrays (see `infer_meta`).
     """
 
     __slots__ = ("name", "forward", "backward", "saves", "save_index", "input_names",
-                 "source", "node_class", "num_outputs", "differentiable")
+                 "source", "node_class", "num_outputs", "differentiable", "meta")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
                  saves: tuple[str, ...] = (), source: str = "", num_outputs: int = 1,
-                 node_name: str | None = None, inputs: tuple[str, ...] | None = None) -> None:
+                 node_name: str | None = None, inputs: tuple[str, ...] | None = None,
+                 meta: Callable | None = None) -> None:
         self.name = name
+        self.meta = meta
         self.forward = forward
         self.backward = backward
         self.saves = saves
@@ -76,20 +81,48 @@ class OpDef:
         self.node_class = type(f"{title}Backward", (OpNode,),
                                {"__slots__": (), "op": self, "num_outputs": num_outputs})
 
+    def infer_meta(self, inputs: tuple, params: dict[str, Any]) -> Any:
+        """Output shape and dtype for inputs described by `TensorMeta`s (scalars as is).
+
+        Note [Shape/dtype rules]: an op's explicit `meta` rule wins; otherwise the
+        numpy forward runs on read-only zero-stride arrays of the input shapes, which
+        allocates nothing per input and gives numpy's (and so the op's) exact output
+        shape and dtype. Ops whose forward is costly on such inputs (matmul) or whose
+        output shape depends on values (nonzero) define `meta`.
+        """
+        if self.meta is not None:
+            return self.meta(*inputs, **params)
+        arrays = tuple(np.broadcast_to(np.zeros((), x.dtype), x.shape)
+                       if isinstance(x, TensorMeta) else x for x in inputs)
+        out = self.forward(*arrays, **params)
+        if self.num_outputs == 1:
+            return TensorMeta(out.shape, out.dtype)
+        return tuple(TensorMeta(o.shape, o.dtype) for o in out)
+
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
 
 
+class TensorMeta(NamedTuple):
+    """What the shape/dtype rule of an op sees of a tensor: its shape and numpy dtype."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
 def register(name: str, forward: Callable, backward: Callable | None = None, *,
              saves: tuple[str, ...] = (), source: str = "", num_outputs: int = 1,
-             node_name: str | None = None, inputs: tuple[str, ...] | None = None) -> OpDef:
+             node_name: str | None = None, inputs: tuple[str, ...] | None = None,
+             meta: Callable | None = None) -> OpDef:
     """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
 
     inputs: names of the forward's tensor operands, needed when `forward` is a numpy
     ufunc (default: the forward's positional parameter names).
+    meta: the op's shape/dtype rule when the default inference does not fit (see
+    `OpDef.infer_meta`).
     """
     assert name not in OPS, f"op {name!r} is defined twice"
-    op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs)
+    op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta)
     OPS[name] = op
     return op
 
