@@ -85,14 +85,15 @@ class OpDef:
         """Output shape and dtype for inputs described by `TensorMeta`s (scalars as is).
 
         Note [Shape/dtype rules]: an op's explicit `meta` rule wins; otherwise the
-        numpy forward runs on read-only zero-stride arrays of the input shapes, which
+        numpy forward runs on read-only zero-stride arrays of the input shapes (ones for
+        floats, so log/div stay finite; zeros otherwise, a valid index anywhere), which
         allocates nothing per input and gives numpy's (and so the op's) exact output
         shape and dtype. Ops whose forward is costly on such inputs (matmul) or whose
         output shape depends on values (nonzero) define `meta`.
         """
         if self.meta is not None:
             return self.meta(*inputs, **params)
-        arrays = tuple(np.broadcast_to(np.zeros((), x.dtype), x.shape)
+        arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
                        if isinstance(x, TensorMeta) else x for x in inputs)
         out = self.forward(*arrays, **params)
         if self.num_outputs == 1:
@@ -101,6 +102,9 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
+
+
+_META_FILL = {True: lambda dtype: np.ones((), dtype), False: lambda dtype: np.zeros((), dtype)}
 
 
 class TensorMeta(NamedTuple):
