@@ -41,9 +41,10 @@ from jitgrad.eager.ops.pointwise import *  # noqa: F403
 from jitgrad.eager.ops.random import *  # noqa: F403
 from jitgrad.eager.ops.reduction import *  # noqa: F403
 from jitgrad.eager.ops.shape import *  # noqa: F403
+from jitgrad.eager.printing import get_printoptions, set_printoptions
 from jitgrad.eager.tensor import Size, Tensor, device
 
-from jitgrad import autograd, linalg, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
+from jitgrad import autograd, cuda, linalg, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
 
 float = float32  # noqa: A001
 double = float64

@@ -1,0 +1,28 @@
+"""`jitgrad.cuda`: jitgrad computes on the CPU only, so no CUDA device is ever available.
+
+Programs written for PyTorch check `torch.cuda.is_available()` and seed CUDA
+generators; these answer as PyTorch does on a machine without CUDA.
+"""
+
+from __future__ import annotations
+
+
+def is_available() -> bool:
+    """False: jitgrad has no CUDA backend."""
+    return False
+
+
+def device_count() -> int:
+    """0: no CUDA devices."""
+    return 0
+
+
+def manual_seed(seed: int) -> None:
+    """Does nothing, as in PyTorch without CUDA (CUDA generators do not exist)."""
+
+
+def manual_seed_all(seed: int) -> None:
+    """Does nothing, as in PyTorch without CUDA (CUDA generators do not exist)."""
+
+
+__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all"]
