@@ -34,6 +34,8 @@ class NumpyNamespace:
     erf = staticmethod(special.erf)
     maximum = staticmethod(np.maximum)
     minimum = staticmethod(np.minimum)
+    floor_divide = staticmethod(np.floor_divide)
+    trunc = staticmethod(np.trunc)
 
     @staticmethod
     def where(cond: Any, a: Any, b: Any) -> Any:

@@ -10,16 +10,48 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.ops import creation, linalg, pointwise, reduction, shape, sorting
+from jitgrad.eager.ops import (
+    activation,
+    comparison,
+    creation,
+    linalg,
+    pointwise,
+    reduction,
+    shape,
+    sorting,
+)
+from jitgrad.eager.ops._binary import binary
 from jitgrad.eager.tensor import Tensor
 
 exp = pointwise.exp
 log = pointwise.log
 tanh = pointwise.tanh
+log1p = pointwise.log1p
+sqrt = pointwise.sqrt
+sin = pointwise.sin
+cos = pointwise.cos
+abs = pointwise.abs  # noqa: A001
+sign = pointwise.sign
+erf = pointwise.erf
+trunc = pointwise.trunc
+sigmoid = activation.sigmoid
+where = comparison.where
 matmul = linalg.matmul
 reshape = shape.reshape
 expand = shape.expand
 permute = shape.permute
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    return binary(comparison.MAXIMUM, a, b)  # numbers allowed, as np.maximum
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    return binary(comparison.MINIMUM, a, b)
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    return pointwise.div(a, b, rounding_mode="floor")  # zero gradient, unlike `//`
 
 
 def cast(x: Tensor, np_dtype: Any) -> Tensor:

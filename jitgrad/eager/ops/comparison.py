@@ -1,7 +1,435 @@
-"""(being written)"""
+"""Comparisons, logical and bitwise ops, and the selections they drive.
+
+Comparisons compute in the promoted dtype (`int_tensor == 1.5` compares in float32)
+and return bool tensors that never require grad (research/eager_autograd.md §2.4).
+Selections (where, masked_fill, clamp, maximum, minimum) are differentiable; their
+gradients follow PyTorch exactly (§2.3): maximum/minimum split ties 0.5/0.5, clamp is
+inclusive at its bounds, and NaN from the branch `where` did not take still reaches
+the gradient (0 * inf upstream), as in PyTorch.
+"""
+
+from __future__ import annotations
 
 from typing import Any
 
-__all__: list[str] = []
+import numpy as np
 
-METHODS: dict[str, Any] = {}
+from jitgrad.eager import dtypes
+from jitgrad.eager.ops._binary import binary, result_dtype, unary
+from jitgrad.eager.ops.pointwise import (
+    C_TYPE_NAMES,
+    SCALAR_TYPE_NAMES,
+    apply_promoted,
+    not_implemented_for,
+)
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
+
+AB = ("a", "b")
+X = ("x",)
+
+# ----- comparisons ------------------------------------------------------------------
+
+EQ = register("eq", np.equal, inputs=AB)
+NE = register("ne", np.not_equal, inputs=AB)
+LT = register("lt", np.less, inputs=AB)
+LE = register("le", np.less_equal, inputs=AB)
+GT = register("gt", np.greater, inputs=AB)
+GE = register("ge", np.greater_equal, inputs=AB)
+
+
+def eq(input: Any, other: Any) -> Tensor:
+    """input == other elementwise (bool), in the promoted dtype, broadcasting."""
+    return binary(EQ, input, other)
+
+
+def ne(input: Any, other: Any) -> Tensor:
+    """input != other elementwise (bool); NaN != NaN is True."""
+    return binary(NE, input, other)
+
+
+def lt(input: Any, other: Any) -> Tensor:
+    """input < other elementwise (bool)."""
+    return binary(LT, input, other)
+
+
+def le(input: Any, other: Any) -> Tensor:
+    """input <= other elementwise (bool)."""
+    return binary(LE, input, other)
+
+
+def gt(input: Any, other: Any) -> Tensor:
+    """input > other elementwise (bool)."""
+    return binary(GT, input, other)
+
+
+def ge(input: Any, other: Any) -> Tensor:
+    """input >= other elementwise (bool)."""
+    return binary(GE, input, other)
+
+
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def _operator(fn: Any) -> Any:
+    """`tensor <op> other` for the comparison operators.
+
+    Returns NotImplemented for operands that are not numbers, arrays or Tensors, so
+    `t == None` and `t == "a"` are False (as PyTorch) instead of raising.
+    """
+    def method(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, bool, int, float, np.ndarray, np.generic)):
+            return NotImplemented
+        return fn(self, other)
+    return method
+
+
+# ----- logical and bitwise ----------------------------------------------------------
+
+LOGICAL_AND = register("logical_and", np.logical_and, inputs=AB)
+LOGICAL_OR = register("logical_or", np.logical_or, inputs=AB)
+LOGICAL_XOR = register("logical_xor", np.logical_xor, inputs=AB)
+LOGICAL_NOT = register("logical_not", np.logical_not, inputs=X)
+BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB)
+BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB)
+BITWISE_XOR = register("bitwise_xor", np.bitwise_xor, inputs=AB)
+BITWISE_NOT = register("bitwise_not", np.invert, inputs=X)
+
+
+def logical_and(input: Any, other: Any) -> Tensor:
+    """Elementwise AND of truth values (nonzero is True), any dtypes; returns bool."""
+    return binary(LOGICAL_AND, input, other)
+
+
+def logical_or(input: Any, other: Any) -> Tensor:
+    """Elementwise OR of truth values (nonzero is True); returns bool."""
+    return binary(LOGICAL_OR, input, other)
+
+
+def logical_xor(input: Any, other: Any) -> Tensor:
+    """Elementwise XOR of truth values (nonzero is True); returns bool."""
+    return binary(LOGICAL_XOR, input, other)
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise NOT of truth values (nonzero is True); returns bool."""
+    return unary(LOGICAL_NOT, input)
+
+
+def _bitwise(op: Any, input: Any, other: Any) -> Tensor:
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    rd = result_dtype(a, b)
+    if rd.is_floating_point:
+        raise not_implemented_for(f"{op.name}_cpu", rd.np)
+    return binary(op, a, b)
+
+
+def bitwise_and(input: Any, other: Any) -> Tensor:
+    """Bitwise AND (`&`) of bool/integer tensors (promoted: bool & int -> int).
+
+    Raises NotImplementedError for floating inputs.
+    """
+    return _bitwise(BITWISE_AND, input, other)
+
+
+def bitwise_or(input: Any, other: Any) -> Tensor:
+    """Bitwise OR (`|`) of bool/integer tensors. Raises NotImplementedError for floats."""
+    return _bitwise(BITWISE_OR, input, other)
+
+
+def bitwise_xor(input: Any, other: Any) -> Tensor:
+    """Bitwise XOR (`^`) of bool/integer tensors. Raises NotImplementedError for floats."""
+    return _bitwise(BITWISE_XOR, input, other)
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """Bitwise NOT: logical NOT for bool, two's complement for integers.
+
+    Raises NotImplementedError for floating inputs.
+    """
+    if input._data.dtype.kind == "f":
+        raise not_implemented_for("bitwise_not_cpu", input._data.dtype)
+    return unary(BITWISE_NOT, input)
+
+
+def _invert(self: Tensor) -> Tensor:
+    if self._data.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors; for a float mask use (t == 0) or t.logical_not()")
+    return unary(BITWISE_NOT, self)
+
+
+# ----- NaN / inf tests and whole-tensor comparisons ------------------------------------
+
+ISNAN = register("isnan", np.isnan, inputs=X)
+ISINF = register("isinf", np.isinf, inputs=X)
+ISFINITE = register("isfinite", np.isfinite, inputs=X)
+
+
+def isnan(input: Tensor) -> Tensor:
+    """Where input is NaN (bool); all False for integer tensors."""
+    return unary(ISNAN, input)
+
+
+def isinf(input: Tensor) -> Tensor:
+    """Where input is +inf or -inf (bool)."""
+    return unary(ISINF, input)
+
+
+def isfinite(input: Tensor) -> Tensor:
+    """Where input is neither NaN nor infinite (bool)."""
+    return unary(ISFINITE, input)
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both have the same shape and equal values (dtypes may differ; NaN != NaN)."""
+    a, b = as_tensor(input)._data, as_tensor(other)._data
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
+def _check_same_dtype(a: Tensor, b: Tensor) -> None:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"{SCALAR_TYPE_NAMES[a._data.dtype.name]} did not match "
+            f"{SCALAR_TYPE_NAMES[b._data.dtype.name]}; convert one side first, e.g. "
+            "other.to(input.dtype)")
+
+
+ISCLOSE = register("isclose", np.isclose, inputs=AB)
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """|input - other| <= atol + rtol * |other| elementwise (bool); infinities equal themselves.
+
+    Raises RuntimeError when the dtypes differ (as PyTorch: "Float did not match Double").
+    """
+    _check_same_dtype(input, other)
+    return binary(ISCLOSE, input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """Whether `isclose` holds everywhere (a Python bool). Raises like `isclose`."""
+    return bool(np.all(isclose(input, other, rtol, atol, equal_nan)._data))
+
+
+# ----- selections -------------------------------------------------------------------
+
+
+def _maximum_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
+    need_a, need_b = ctx.needs_input_grad
+    half = g / 2  # ties split the gradient (pytorch#56734); NaN gives g to both sides
+    return ((xp.where(a == b, half, xp.where(a < b, 0.0, g)) if need_a else None),
+            (xp.where(a == b, half, xp.where(a > b, 0.0, g)) if need_b else None))
+
+
+def _minimum_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
+    need_a, need_b = ctx.needs_input_grad
+    half = g / 2
+    return ((xp.where(a == b, half, xp.where(a > b, 0.0, g)) if need_a else None),
+            (xp.where(a == b, half, xp.where(a < b, 0.0, g)) if need_b else None))
+
+
+MAXIMUM = register("maximum", np.maximum, _maximum_backward, inputs=AB, saves=AB,
+                   source="g to the larger input, g/2 each on ties (PyTorch)")
+MINIMUM = register("minimum", np.minimum, _minimum_backward, inputs=AB, saves=AB,
+                   source="g to the smaller input, g/2 each on ties (PyTorch)")
+
+
+def _require_tensors(name: str, input: Any, other: Any) -> None:
+    for position, (what, x) in enumerate((("input", input), ("other", other)), start=1):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): argument '{what}' (position {position}) must be Tensor, "
+                            f"not {type(x).__name__}; use clamp() for a number bound")
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise max of two tensors (broadcasting); NaN propagates.
+
+    Gradient: to the larger input, split 0.5/0.5 on ties. Raises TypeError for numbers.
+    """
+    _require_tensors("maximum", input, other)
+    return binary(MAXIMUM, input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise min of two tensors (broadcasting); NaN propagates; ties split 0.5/0.5."""
+    _require_tensors("minimum", input, other)
+    return binary(MINIMUM, input, other)
+
+
+def _where_backward(xp: Any, ctx: Any, g: Any, condition: Any) -> tuple:
+    _, need_input, need_other = ctx.needs_input_grad
+    return (None, (xp.where(condition, g, 0.0) if need_input else None),
+            (xp.where(condition, 0.0, g) if need_other else None))
+
+
+WHERE = register("where", np.where, _where_backward, inputs=("condition", "input", "other"),
+                 saves=("condition",), source="g routed to the chosen branch")
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    """input where condition else other, broadcasting all three; branches may be numbers.
+
+    Dtype: promotion of input and other (numbers are weak: where(c, f32, 0.0) is f32).
+    The gradient of the untaken branch is 0 * upstream, so NaN/inf produced by that
+    branch's backward still reaches the input (as PyTorch); guard the input with an
+    inner where, e.g. where(x > 0, log(where(x > 0, x, 1)), 0).
+    With only `condition`, returns `nonzero(condition, as_tuple=True)`.
+    Raises RuntimeError when condition is not bool.
+    """
+    condition = as_tensor(condition)
+    if input is None and other is None:
+        return tuple(Tensor._make(i) for i in np.nonzero(condition._data))
+    mask = condition._data
+    if mask.dtype != np.bool_:
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{SCALAR_TYPE_NAMES[mask.dtype.name]}; compare first, e.g. where(c != 0, a, b)")
+    branches = (as_tensor_operand(input), as_tensor_operand(other))
+    rd = result_dtype(*branches)
+    dtypes.check_supported(rd, "where")
+    arrays = [mask]
+    for x in branches:
+        if isinstance(x, Tensor):
+            arrays.append(x._data if x._data.dtype == rd.np else x._data.astype(rd.np))
+        else:
+            arrays.append(rd.np.type(x))  # a numpy scalar: np.where keeps rd
+    return _broadcasting(WHERE, (condition, *branches), tuple(arrays), {})
+
+
+def _broadcasting(op: Any, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Tensor:
+    try:
+        return apply_op(op, inputs, arrays, params)
+    except ValueError as err:
+        if "broadcast" not in str(err):
+            raise
+        shapes = ", ".join(str(list(x.shape)) for x in inputs if isinstance(x, Tensor))
+        raise RuntimeError(f"{op.name}: shapes {shapes} are not broadcastable (each dim must "
+                           "match or be 1)") from None
+
+
+def _masked_fill_backward(xp: Any, ctx: Any, g: Any, mask: Any) -> tuple:
+    need_input, _, need_value = ctx.needs_input_grad
+    # the value's gradient is g summed over the filled positions (engine sums to 0-d)
+    return ((xp.where(mask, 0.0, g) if need_input else None), None,
+            (xp.where(mask, g, 0.0) if need_value else None))
+
+
+MASKED_FILL = register("masked_fill", lambda x, mask, value: np.where(mask, value, x),
+                       _masked_fill_backward, inputs=("input", "mask", "value"), saves=("mask",),
+                       source="g where not filled; the value gets the filled positions' sum")
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """A copy of input with `value` where mask is True (mask broadcasts); input's dtype.
+
+    value: a number or a 0-d tensor (which then receives the sum of the filled gradients).
+    Raises RuntimeError for a non-bool mask or a value tensor with dimensions.
+    """
+    mask = as_tensor(mask)
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{C_TYPE_NAMES[mask._data.dtype.name]}; pass a comparison, e.g. t.masked_fill(m "
+            "!= 0, v)")
+    np_dtype = input._data.dtype
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(
+                f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value._data.ndim} dimension(s). Use torch.where(mask, value, input) to fill "
+                "from a tensor")
+        fill = value._data.astype(np_dtype, copy=False)
+    else:
+        fill = np.asarray(value).astype(np_dtype)  # 3.7 into an int tensor gives 3, as PyTorch
+    return _broadcasting(MASKED_FILL, (input, mask, value), (input._data, mask._data, fill), {})
+
+
+def _clamp_forward(input: np.ndarray, min: Any, max: Any) -> np.ndarray:
+    # min(max(x, lo), hi): NaN passes through, and lo > hi gives hi everywhere
+    out = input if min is None else np.maximum(input, min)
+    return out if max is None else np.minimum(out, max)
+
+
+def _clamp_backward(xp: Any, ctx: Any, g: Any, input: Any, min: Any, max: Any) -> tuple:
+    need_input, need_min, need_max = ctx.needs_input_grad
+    if min is None:
+        inside = input <= max
+    elif max is None:
+        inside = input >= min
+    else:
+        inside = (input >= min) & (input <= max)  # inclusive: the input wins ties
+    grad_min = grad_max = None
+    if need_min:  # a bound above the other bound gets no gradient (PyTorch)
+        below = input < min if max is None else (input < min) & (min < max)
+        grad_min = xp.where(below, g, 0.0)
+    if need_max:
+        above = input > max if min is None else (input > max) | (max < min)
+        grad_max = xp.where(above, g, 0.0)
+    return (xp.where(inside, g, 0.0) if need_input else None), grad_min, grad_max
+
+
+CLAMP = register("clamp", _clamp_forward, _clamp_backward, saves=("input", "min", "max"),
+                 source="g where min <= x <= max (inclusive), else to the active bound")
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """min(max(input, min), max); bounds are numbers or broadcasting tensors, one may be None.
+
+    Dtype: promotion of input and bounds (int tensor clamped at 0.5 -> float32).
+    Gradient: passes where min <= input <= max (inclusive, unlike hardtanh); tensor
+    bounds get it where they are active. NaN inputs stay NaN.
+    Raises RuntimeError when both bounds are None.
+    """
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return apply_promoted(CLAMP, (input, min, max), {})
+
+
+clip = clamp
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    """clamp(input, min=min)."""
+    return clamp(input, min, None)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    """clamp(input, max=max)."""
+    return clamp(input, None, max)
+
+
+def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    return where(condition, self, other)
+
+
+def _reflected(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Tensor:
+        return fn(other, self)
+    return method
+
+
+__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
+           "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf",
+           "isfinite", "equal", "isclose", "allclose", "maximum", "minimum", "where",
+           "masked_fill", "clamp", "clip", "clamp_min", "clamp_max"]
+
+METHODS = {
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "greater": gt,
+    "greater_equal": ge, "less": lt, "less_equal": le, "not_equal": ne,
+    "__eq__": _operator(eq), "__ne__": _operator(ne), "__lt__": _operator(lt),
+    "__le__": _operator(le), "__gt__": _operator(gt), "__ge__": _operator(ge),
+    "logical_and": logical_and, "logical_or": logical_or, "logical_xor": logical_xor,
+    "logical_not": logical_not, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
+    "__rand__": _reflected(bitwise_and), "__ror__": _reflected(bitwise_or),
+    "__rxor__": _reflected(bitwise_xor), "__invert__": _invert,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "equal": equal,
+    "isclose": isclose, "allclose": allclose, "maximum": maximum, "minimum": minimum,
+    "where": _where_method, "masked_fill": masked_fill, "clamp": clamp, "clip": clamp,
+    "clamp_min": clamp_min, "clamp_max": clamp_max,
+}

@@ -1,19 +1,47 @@
-"""Pointwise ops: arithmetic with broadcasting, unary math, activations, comparisons.
+"""Pointwise ops: arithmetic with broadcasting, division variants, pow, unary math.
 
 Every op's derivative is the textbook one unless a source is given; edge conventions
-(abs'(0)=0, relu'(0)=0, clamp inclusive, maximum ties 0.5/0.5) are PyTorch's, as
-measured in research/eager_autograd.md §2.2-2.4.
+(abs'(0)=0, pow's masked exponent gradient, zero gradients of rounding ops) are
+PyTorch's, as measured in research/eager_autograd.md §2.2-2.3. Comparison-driven
+selection (where, masked_fill, clamp, maximum/minimum) lives in `comparison.py`,
+activations in `activation.py`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+from scipy import special
 
-from jitgrad.eager.ops._binary import binary, unary
-from jitgrad.eager.ops.registry import register
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager import dtypes
+from jitgrad.eager.ops._binary import binary, cast_operands, result_dtype, unary
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.tensor import Tensor, as_tensor_operand
+
+# Names PyTorch uses for dtypes in its messages: ScalarType names ("Long", in
+# "... not implemented for 'Long'") and C type names ("long int", in masked_fill's).
+SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                     "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
+                     "float64": "Double"}
+C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                "int16": "short int", "int32": "int", "int64": "long int",
+                "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def not_implemented_for(kernel: str, np_dtype: np.dtype) -> NotImplementedError:
+    """PyTorch's error for an op without a kernel for a dtype, plus a hint."""
+    return NotImplementedError(
+        f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[np_dtype.name]}'; "
+        "convert the input first, e.g. t.float()")
+
+
+def _zero_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    # piecewise-constant ops: zero gradients (not None), outputs still require grad
+    zero = xp.zeros_like(g)
+    return (zero,) * len(ctx.next_edges)
+
 
 # ----- arithmetic -------------------------------------------------------------------
 
@@ -68,57 +96,397 @@ def mul(input: Any, other: Any) -> Tensor:
     return binary(MUL, input, other)
 
 
+# ----- division with rounding, remainders -------------------------------------------
+
+
+def _is_integral(*operands: Any) -> bool:
+    """Whether PyTorch's result dtype of the operands is bool or integer."""
+    return not result_dtype(*operands).is_floating_point
+
+
+def _check_integer_divisor(other: Any) -> None:
+    """Integer division by zero is an error in PyTorch (numpy returns 0 with a warning)."""
+    divisor = other._data if isinstance(other, Tensor) else other
+    if np.any(divisor == 0):
+        raise RuntimeError("ZeroDivisionError: integer division by zero; check the divisor "
+                           "or convert to float (float division by zero gives inf/nan)")
+
+
+def _div_rounding_forward(a: Any, b: Any, rounding_mode: str) -> np.ndarray:
+    if rounding_mode == "floor":
+        return np.floor_divide(a, b)
+    if np.result_type(a, b).kind == "f":
+        return np.trunc(np.true_divide(a, b))
+    quotient = np.floor_divide(a, b)
+    # floor and trunc differ by one where the quotient is negative and inexact
+    return quotient + ((quotient < 0) & (quotient * b != a))
+
+
+def _floor_divide_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    raise RuntimeError("derivative for aten::floor_divide is not implemented; use "
+                       "div(a, b, rounding_mode='floor') (zero gradient) or true division")
+
+
+def _remainder_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
+    need_a, need_b = ctx.needs_input_grad
+    return (g if need_a else None), (-g * xp.floor_divide(a, b) if need_b else None)
+
+
+def _fmod_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
+    need_a, need_b = ctx.needs_input_grad
+    return (g if need_a else None), (-g * xp.trunc(a / b) if need_b else None)
+
+
+DIV_ROUNDING = register("div_rounding", _div_rounding_forward, _zero_backward, inputs=AB,
+                        source="floor/trunc are piecewise constant: zero gradient")
+FLOOR_DIVIDE = register("floor_divide", np.floor_divide, _floor_divide_backward, inputs=AB,
+                        source="PyTorch defines no derivative (raises in backward)")
+REMAINDER = register("remainder", np.remainder, _remainder_backward, inputs=AB, saves=AB,
+                     source="a - floor(a/b) b: d/da = 1, d/db = -floor(a/b)")
+FMOD = register("fmod", np.fmod, _fmod_backward, inputs=AB, saves=AB,
+                source="a - trunc(a/b) b: d/da = 1, d/db = -trunc(a/b)")
+
+
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
-    """True division (integers give the default float dtype); or floor/trunc rounding."""
+    """input / other, broadcasting; integers give the default float dtype.
+
+    rounding_mode: None (true division), "trunc" (round toward zero) or "floor"; both
+    rounding modes keep integer dtypes and have zero gradients.
+    Raises RuntimeError for another rounding_mode, or integer division by zero.
+    """
     if rounding_mode is None:
         return binary(DIV, input, other, to_float=True)
-    from jitgrad.eager.ops import pointwise_more
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    if _is_integral(a, b):
+        _check_integer_divisor(b)
+    return binary(DIV_ROUNDING, a, b, rounding_mode=rounding_mode)
 
-    return pointwise_more.div_rounding(input, other, rounding_mode)
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """floor(input / other) (the `//` operator), Python's rounding for negative values.
+
+    Forward only: calling backward through it raises RuntimeError, as in PyTorch; use
+    `div(..., rounding_mode="floor")` for a zero gradient. Integer division by zero raises.
+    """
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    if _is_integral(a, b):
+        _check_integer_divisor(b)
+    return binary(FLOOR_DIVIDE, a, b)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """input - floor(input / other) * other: the result has the sign of `other` (Python's `%`).
+
+    Raises RuntimeError for integer division by zero.
+    """
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    if _is_integral(a, b):
+        _check_integer_divisor(b)
+    return binary(REMAINDER, a, b)
+
+
+def fmod(input: Any, other: Any) -> Tensor:
+    """C's fmod: input - trunc(input / other) * other, with the sign of `input`."""
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    if _is_integral(a, b):
+        _check_integer_divisor(b)
+    return binary(FMOD, a, b)
 
 
 true_divide = divide = div
 multiply = mul
 subtract = sub
 
+# ----- pow --------------------------------------------------------------------------
+
+
+def _pow_scalar_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    exponent = ctx.params["exponent"]
+    if exponent == 0:
+        return (xp.zeros_like(g),)  # exactly 0, even where x**-1 would be inf
+    return (g * (exponent * x ** (exponent - 1)),)
+
+
+def _pow_tensor_forward(a: Any, b: Any) -> np.ndarray:
+    try:
+        return np.power(a, b)
+    except ValueError:  # numpy refuses negative integer exponents; PyTorch truncates
+        return _integer_pow_negative(np.asarray(a), np.asarray(b))
+
+
+def _integer_pow_negative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer a**b where some b < 0: 1 for a == 1, +-1 for a == -1, else 0 (as PyTorch)."""
+    positive = np.power(a, np.maximum(b, 0))
+    minus_one = np.where(b % 2 == 0, 1, -1)
+    negative = np.where(a == 1, 1, np.where(a == -1, minus_one, 0))
+    return np.where(b < 0, negative, positive).astype(positive.dtype)
+
+
+def _log_of_scalar(a: float) -> float:
+    return math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+
+
+def _pow_tensor_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any, out: Any) -> tuple:
+    need_a, need_b = ctx.needs_input_grad
+    grad_a = grad_b = None
+    if need_a:  # b a^(b-1), exactly 0 where b == 0
+        grad_a = xp.where(b == 0, 0.0, g * (b * a ** (b - 1)))
+    if need_b:  # a^b ln a, masked to 0 where a == 0 and b >= 0 (0**0 = 1 and 0**2 = 0)
+        if isinstance(a, (int, float)):
+            log_a = _log_of_scalar(a)
+            grad_b = g * (xp.where(b >= 0, 0.0, out * log_a) if a == 0 else out * log_a)
+        else:
+            grad_b = g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
+    return grad_a, grad_b
+
+
+POW_SCALAR = register("pow", lambda x, exponent: x ** exponent, _pow_scalar_backward,
+                      inputs=("x",), saves=("x",), node_name="Pow",
+                      source="d/dx x^c = c x^(c-1); 0 when c == 0 (PyTorch's pow_backward)")
+POW_TENSOR = register("pow_tensor", _pow_tensor_forward, _pow_tensor_backward, inputs=AB,
+                      saves=("a", "b", "out"), node_name="PowTensor",
+                      source="d a^b = b a^(b-1) da + a^b ln(a) db, masked as PyTorch's "
+                             "pow_backward_self / pow_backward_exponent")
+
+ERR_NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
+
+
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
+    """input ** exponent with broadcasting; either side may be a Python number.
+
+    Dtype: PyTorch's promotion (int tensor ** 2 stays int64, int ** 0.5 -> float32).
+    Gradients: exactly 0 for a zero exponent; the exponent's gradient is 0 where
+    input == 0 and exponent >= 0.
+    Raises RuntimeError for an integer tensor to a negative integer Python power.
+    """
+    if isinstance(exponent, (int, float)) and isinstance(input, Tensor):
+        rd = result_dtype(input, exponent)
+        if not rd.is_floating_point and exponent < 0:
+            raise RuntimeError(f"{ERR_NEGATIVE_INT_POWER} Got a {input.dtype} tensor to the "
+                               f"power {exponent}; convert first, e.g. t.float() ** {exponent}")
+        data = input._data
+        if data.dtype != rd.np:
+            data = data.astype(rd.np)
+        return apply_op(POW_SCALAR, (input,), (data,), {"exponent": exponent})
+    return binary(POW_TENSOR, input, exponent)
+
+
+def square(input: Tensor) -> Tensor:
+    """input * input as pow(input, 2) (PyTorch's definition: bool and int give int64)."""
+    return pow(input, 2)
+
+
 # ----- unary math -------------------------------------------------------------------
+
+
+def _same_dtype(ufunc: Any) -> Any:
+    """A scipy ufunc that returns the input's dtype (scipy computes float16 in float32+)."""
+    def forward(x: np.ndarray) -> np.ndarray:
+        out = ufunc(x)
+        return out if out.dtype == x.dtype else out.astype(x.dtype)
+    return forward
+
+
+def _rounding(ufunc: Any) -> Any:
+    """floor/ceil/trunc: integer and bool tensors are returned unchanged (as a copy)."""
+    def forward(x: np.ndarray) -> np.ndarray:
+        return ufunc(x) if x.dtype.kind == "f" else x.copy()
+    return forward
+
+
+def _sign_forward(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "b":
+        return x.copy()
+    # sign(nan) = 0 in PyTorch (numpy gives nan): only non-NaN entries are computed
+    return np.sign(x, out=np.zeros_like(x), where=x == x)
+
+
+def _round_forward(x: np.ndarray, decimals: int) -> np.ndarray:
+    if x.dtype.kind != "f":
+        return x.copy()
+    return np.round(x, decimals)  # half to even, scaled by 10**decimals like PyTorch
 
 
 def _neg_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (-g,)
 
 
+def _abs_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g * xp.sign(x),)  # abs'(0) = 0
+
+
 def _exp_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
     return (g * out,)
+
+
+def _expm1_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (g * (out + 1),)
 
 
 def _log_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     return (g / x,)
 
 
+def _log2_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g / (x * math.log(2.0)),)
+
+
+def _log10_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g / (x * math.log(10.0)),)
+
+
+def _log1p_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g / (x + 1),)
+
+
+def _sqrt_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (g / (2 * out),)  # sqrt'(0) = inf
+
+
+def _rsqrt_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (-0.5 * g * (out * out * out),)
+
+
+def _reciprocal_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (-g * (out * out),)
+
+
+def _sin_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g * xp.cos(x),)
+
+
+def _cos_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (-g * xp.sin(x),)
+
+
+def _tan_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (g * (1 + out * out),)
+
+
 def _tanh_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
     return (g * (1 - out * out),)
+
+
+def _erf_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g * (2 / math.sqrt(math.pi)) * xp.exp(-(x * x)),)
 
 
 def _relu_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
     return (g * (out > 0),)  # relu'(0) = 0, as PyTorch
 
 
+def _frac_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    return (g,)
+
+
+def _nan_to_num_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (g * (xp.abs(x) < math.inf),)  # gradient only where x is finite
+
+
 X = ("x",)
-NEG = register("neg", np.negative, _neg_backward, inputs=X, source="d(-x) = -dx")
-EXP = register("exp", np.exp, _exp_backward, inputs=X, saves=("out",), source="d/dx e^x = e^x")
-LOG = register("log", np.log, _log_backward, inputs=X, saves=X, source="d/dx ln x = 1/x")
-TANH = register("tanh", np.tanh, _tanh_backward, inputs=X, saves=("out",),
-                source="tanh' = 1 - tanh^2")
+OUT = ("out",)
+
+
+def _unary_op(name: str, forward: Any, backward: Any, saves: tuple[str, ...],
+              source: str) -> Any:
+    return register(name, forward, backward, inputs=X, saves=saves, source=source)
+
+
+NEG = _unary_op("neg", np.negative, _neg_backward, (), "d(-x) = -dx")
+ABS = _unary_op("abs", np.abs, _abs_backward, X, "|x|' = sign(x), 0 at 0 (PyTorch)")
+SIGN = _unary_op("sign", _sign_forward, _zero_backward, (), "piecewise constant")
+FLOOR = _unary_op("floor", _rounding(np.floor), _zero_backward, (), "piecewise constant")
+CEIL = _unary_op("ceil", _rounding(np.ceil), _zero_backward, (), "piecewise constant")
+TRUNC = _unary_op("trunc", _rounding(np.trunc), _zero_backward, (), "piecewise constant")
+ROUND = _unary_op("round", _round_forward, _zero_backward, (), "piecewise constant")
+FRAC = _unary_op("frac", lambda x: x - np.trunc(x), _frac_backward, (),
+                 "x - trunc(x): derivative 1")
+EXP = _unary_op("exp", np.exp, _exp_backward, OUT, "d/dx e^x = e^x")
+EXPM1 = _unary_op("expm1", np.expm1, _expm1_backward, OUT, "d/dx (e^x - 1) = e^x")
+LOG = _unary_op("log", np.log, _log_backward, X, "d/dx ln x = 1/x")
+LOG2 = _unary_op("log2", np.log2, _log2_backward, X, "d/dx log2 x = 1/(x ln 2)")
+LOG10 = _unary_op("log10", np.log10, _log10_backward, X, "d/dx log10 x = 1/(x ln 10)")
+LOG1P = _unary_op("log1p", np.log1p, _log1p_backward, X, "d/dx ln(1+x) = 1/(1+x)")
+SQRT = _unary_op("sqrt", np.sqrt, _sqrt_backward, OUT, "d/dx sqrt x = 1/(2 sqrt x)")
+RSQRT = _unary_op("rsqrt", lambda x: 1 / np.sqrt(x), _rsqrt_backward, OUT,
+                  "d/dx x^(-1/2) = -x^(-3/2)/2")
+RECIPROCAL = _unary_op("reciprocal", lambda x: 1 / x, _reciprocal_backward, OUT,
+                       "d/dx 1/x = -1/x^2")
+SIN = _unary_op("sin", np.sin, _sin_backward, X, "sin' = cos")
+COS = _unary_op("cos", np.cos, _cos_backward, X, "cos' = -sin")
+TAN = _unary_op("tan", np.tan, _tan_backward, OUT, "tan' = 1 + tan^2")
+TANH = _unary_op("tanh", np.tanh, _tanh_backward, OUT, "tanh' = 1 - tanh^2")
+ERF = _unary_op("erf", _same_dtype(special.erf), _erf_backward, X,
+                "erf'(x) = 2/sqrt(pi) exp(-x^2)")
 RELU = register("relu", lambda x: np.maximum(x, x.dtype.type(0)), _relu_backward,
-                saves=("out",), source="relu'(x) = [x > 0]")
+                saves=OUT, source="relu'(x) = [x > 0]")
+NAN_TO_NUM = register("nan_to_num", np.nan_to_num, _nan_to_num_backward, inputs=X, saves=X,
+                      source="identity where finite, constant elsewhere")
 
 
 def neg(input: Tensor) -> Tensor:
+    """-input. Raises TypeError for bool tensors (as PyTorch, use logical_not)."""
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
+        raise TypeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                        "instead.")
     return unary(NEG, input)
 
 
 negative = neg
+
+
+def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+    """|input|, keeping the dtype; abs'(0) = 0. Raises NotImplementedError for bool."""
+    if input._data.dtype.kind == "b":
+        raise not_implemented_for("abs_cpu", input._data.dtype)
+    return unary(ABS, input)
+
+
+absolute = abs
+
+
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 with the input's dtype; sign(nan) = 0 (PyTorch). Zero gradient."""
+    return unary(SIGN, input)
+
+
+def floor(input: Tensor) -> Tensor:
+    """Round down; integer tensors are returned as a copy. Zero gradient."""
+    return unary(FLOOR, input)
+
+
+def ceil(input: Tensor) -> Tensor:
+    """Round up; integer tensors are returned as a copy. Zero gradient."""
+    return unary(CEIL, input)
+
+
+def trunc(input: Tensor) -> Tensor:
+    """Round toward zero; integer tensors are returned as a copy. Zero gradient."""
+    return unary(TRUNC, input)
+
+
+fix = trunc
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Round half to even (2.5 -> 2), at `decimals` digits (negative rounds to tens, ...).
+
+    Zero gradient. Raises NotImplementedError for integer tensors with decimals != 0.
+    """
+    if decimals != 0 and input._data.dtype.kind != "f":
+        raise not_implemented_for("round_cpu", input._data.dtype)
+    return unary(ROUND, input, decimals=int(decimals))
+
+
+def frac(input: Tensor) -> Tensor:
+    """input - trunc(input) (sign of the input). Raises NotImplementedError for integers."""
+    if input._data.dtype.kind != "f":
+        raise not_implemented_for("frac_cpu", input._data.dtype)
+    return unary(FRAC, input)
 
 
 def exp(input: Tensor) -> Tensor:
@@ -126,31 +494,256 @@ def exp(input: Tensor) -> Tensor:
     return unary(EXP, input, to_float=True)
 
 
+def expm1(input: Tensor) -> Tensor:
+    """e^x - 1, accurate near 0; integer inputs give the default float dtype."""
+    return unary(EXPM1, input, to_float=True)
+
+
 def log(input: Tensor) -> Tensor:
     """Natural logarithm; log(0) = -inf, negative inputs give NaN (as PyTorch)."""
     return unary(LOG, input, to_float=True)
+
+
+def log2(input: Tensor) -> Tensor:
+    """Base-2 logarithm; integer inputs give the default float dtype."""
+    return unary(LOG2, input, to_float=True)
+
+
+def log10(input: Tensor) -> Tensor:
+    """Base-10 logarithm; integer inputs give the default float dtype."""
+    return unary(LOG10, input, to_float=True)
+
+
+def log1p(input: Tensor) -> Tensor:
+    """ln(1 + x), accurate near 0; integer inputs give the default float dtype."""
+    return unary(LOG1P, input, to_float=True)
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Square root; sqrt(-1) = nan and sqrt'(0) = inf (as PyTorch)."""
+    return unary(SQRT, input, to_float=True)
+
+
+def rsqrt(input: Tensor) -> Tensor:
+    """1 / sqrt(x); rsqrt(0) = inf."""
+    return unary(RSQRT, input, to_float=True)
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """1 / x; integer inputs give the default float dtype."""
+    return unary(RECIPROCAL, input, to_float=True)
+
+
+def sin(input: Tensor) -> Tensor:
+    return unary(SIN, input, to_float=True)
+
+
+def cos(input: Tensor) -> Tensor:
+    return unary(COS, input, to_float=True)
+
+
+def tan(input: Tensor) -> Tensor:
+    return unary(TAN, input, to_float=True)
 
 
 def tanh(input: Tensor) -> Tensor:
     return unary(TANH, input, to_float=True)
 
 
+def erf(input: Tensor) -> Tensor:
+    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
+    return unary(ERF, input, to_float=True)
+
+
 def relu(input: Tensor) -> Tensor:
-    """max(x, 0) elementwise."""
+    """max(x, 0) elementwise (integer tensors allowed); relu'(0) = 0.
+
+    Activations are in activation.py; relu lives here because nn.functional and the
+    in-place variants import it from this module.
+    """
     return unary(RELU, input)
 
 
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """Replace NaN by `nan`, +-inf by `posinf`/`neginf` (default: the dtype's largest finite
+    values). Gradient: passes where the input is finite, 0 where it was replaced.
+    """
+    return unary(NAN_TO_NUM, input, nan=nan, posinf=posinf, neginf=neginf)
+
+
+# ----- multi-operand math: atan2, lerp, addcmul, addcdiv ------------------------------
+
+
+def apply_promoted(op: Any, operands: tuple, params: dict[str, Any]) -> Tensor:
+    """Run `op` on operands promoted to PyTorch's common dtype (any number; None skipped).
+
+    Raises RuntimeError when the shapes do not broadcast.
+    """
+    operands = tuple(x if x is None else as_tensor_operand(x) for x in operands)
+    rd = result_dtype(*operands)
+    dtypes.check_supported(rd, op.name)
+    try:
+        return apply_op(op, operands, cast_operands(operands, rd.np), params)
+    except ValueError as err:
+        if "broadcast" not in str(err):
+            raise
+        shapes = ", ".join(str(list(x.shape)) for x in operands if isinstance(x, Tensor))
+        raise RuntimeError(f"{op.name}: shapes {shapes} are not broadcastable (each dim must "
+                           "match or be 1)") from None
+
+
+def _atan2_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
+    need_a, need_b = ctx.needs_input_grad
+    denominator = a * a + b * b
+    reciprocal = xp.where(denominator == 0, 0.0, 1 / denominator)  # 0 grads at (0, 0)
+    return (g * b * reciprocal if need_a else None), (g * -a * reciprocal if need_b else None)
+
+
+def _lerp_forward(input: np.ndarray, end: np.ndarray, weight: Any) -> np.ndarray:
+    # PyTorch's CPU kernel: fma(w, end - input, input) for |w| < 0.5, otherwise
+    # fma(w - 1, end - input, end) (accurate near w = 1, pytorch#18871), computed in
+    # float32 for float16/float32. The exact product of two float32 fits a float64, so
+    # one float64 multiply-add then rounding reproduces the fma (optimizers rely on it).
+    if input.dtype == np.float64:
+        diff = end - input
+        return np.where(np.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))
+    start32, end32 = input.astype(np.float32, copy=False), end.astype(np.float32, copy=False)
+    weight32 = np.asarray(weight, dtype=np.float32)
+    small = np.abs(weight32) < 0.5
+    coefficient = np.where(small, weight32, weight32 - np.float32(1)).astype(np.float64)
+    base = np.where(small, start32, end32)
+    return (coefficient * (end32 - start32) + base).astype(input.dtype)
+
+
+def _lerp_backward(xp: Any, ctx: Any, g: Any, input: Any, end: Any, weight: Any) -> tuple:
+    need_input, need_end, need_weight = ctx.needs_input_grad
+    return ((g * (1 - weight) if need_input else None), (g * weight if need_end else None),
+            (g * (end - input) if need_weight else None))
+
+
+def _addcmul_forward(input: np.ndarray, tensor1: np.ndarray, tensor2: np.ndarray,
+                     value: Any) -> np.ndarray:
+    if input.dtype == np.float32:  # PyTorch fuses: fma(value * t1, t2, input), see lerp
+        return ((value * tensor1).astype(np.float64) * tensor2 + input).astype(np.float32)
+    return input + value * tensor1 * tensor2
+
+
+def _addcmul_backward(xp: Any, ctx: Any, g: Any, tensor1: Any, tensor2: Any) -> tuple:
+    _, need1, need2 = ctx.needs_input_grad
+    value = ctx.params["value"]
+    return g, (g * tensor2 * value if need1 else None), (g * tensor1 * value if need2 else None)
+
+
+def _addcdiv_backward(xp: Any, ctx: Any, g: Any, tensor1: Any, tensor2: Any) -> tuple:
+    _, need1, need2 = ctx.needs_input_grad
+    value = ctx.params["value"]
+    return (g, (g * (value / tensor2) if need1 else None),
+            (-g * value * tensor1 / (tensor2 * tensor2) if need2 else None))
+
+
+ATAN2 = register("atan2", np.arctan2, _atan2_backward, inputs=AB, saves=AB,
+                 source="d atan2(a, b) = (b da - a db) / (a^2 + b^2); 0 at (0, 0) as PyTorch")
+LERP = register("lerp", _lerp_forward, _lerp_backward, saves=("input", "end", "weight"),
+                source="input + w (end - input): linear in each argument")
+T12 = ("tensor1", "tensor2")
+ADDCMUL = register("addcmul", _addcmul_forward, _addcmul_backward, inputs=("input",) + T12,
+                   saves=T12, source="input + v t1 t2: product rule")
+ADDCDIV = register("addcdiv", lambda x, tensor1, tensor2, value: x + value * tensor1 / tensor2,
+                   _addcdiv_backward, inputs=("input",) + T12, saves=T12,
+                   source="input + v t1 / t2: quotient rule")
+
+
+def atan2(input: Any, other: Any) -> Tensor:
+    """The angle of (other, input) in (-pi, pi]; integers give the default float dtype.
+
+    Both gradients are 0 at input = other = 0 (PyTorch).
+    """
+    return binary(ATAN2, input, other, to_float=True)
+
+
+arctan2 = atan2
+
+
+def _require_dtype(what: str, x: Any, expected: np.dtype) -> None:
+    if isinstance(x, Tensor) and x._data.dtype != expected:
+        raise RuntimeError(
+            f"expected dtype {C_TYPE_NAMES[expected.name]} for `{what}` but got dtype "
+            f"{C_TYPE_NAMES[x._data.dtype.name]}; convert it first, e.g. {what}.to(input.dtype)")
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """input + weight * (end - input), as PyTorch computes it (fused multiply-add).
+
+    weight: a Python number or a tensor; tensors must share input's floating dtype
+    (no promotion, as PyTorch). Raises RuntimeError on a dtype mismatch,
+    NotImplementedError for integer tensors.
+    """
+    dtype = input._data.dtype
+    if dtype.kind != "f":
+        raise not_implemented_for("lerp_kernel_scalar", dtype)
+    _require_dtype("end", end, dtype)
+    _require_dtype("weight", weight, dtype)
+    return apply_promoted(LERP, (input, end, weight), {})
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """input + value * tensor1 * tensor2, broadcasting (fused like PyTorch's kernel)."""
+    return apply_promoted(ADDCMUL, (input, tensor1, tensor2), {"value": value})
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """input + value * tensor1 / tensor2, broadcasting.
+
+    Raises RuntimeError when tensor1 and tensor2 are both integer (as PyTorch).
+    """
+    if tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+            "for float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    return apply_promoted(ADDCDIV, (input, tensor1, tensor2), {"value": value})
+
+
+def _rpow(self: Tensor, other: Any) -> Tensor:
+    return pow(other, self)
+
+
+def _rfloordiv(self: Tensor, other: Any) -> Tensor:
+    return floor_divide(other, self)
+
+
+def _rmod(self: Tensor, other: Any) -> Tensor:
+    return remainder(other, self)
+
+
 __all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "divide", "multiply", "subtract",
-           "neg", "negative", "exp", "log", "tanh", "relu"]
+           "floor_divide", "remainder", "fmod", "pow", "square",
+           "neg", "negative", "abs", "absolute", "sign", "floor", "ceil", "trunc", "fix",
+           "round", "frac", "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+           "reciprocal", "sin", "cos", "tan", "tanh", "erf", "relu", "nan_to_num", "atan2",
+           "arctan2", "lerp", "addcmul", "addcdiv"]
 
 # Tensor methods defined by this module (installed by jitgrad.eager.tensor_methods)
 METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "true_divide": div, "divide": div,
-    "multiply": mul, "subtract": sub, "neg": neg, "negative": neg, "exp": exp, "log": log,
-    "tanh": tanh, "relu": relu,
+    "multiply": mul, "subtract": sub, "floor_divide": floor_divide, "remainder": remainder,
+    "fmod": fmod, "pow": pow, "square": square,
+    "neg": neg, "negative": neg, "abs": abs, "absolute": abs, "sign": sign, "floor": floor,
+    "ceil": ceil, "trunc": trunc, "fix": trunc, "round": round, "frac": frac, "exp": exp,
+    "expm1": expm1, "log": log, "log2": log2, "log10": log10, "log1p": log1p, "sqrt": sqrt,
+    "rsqrt": rsqrt, "reciprocal": reciprocal, "sin": sin, "cos": cos, "tan": tan,
+    "tanh": tanh, "erf": erf, "relu": relu, "nan_to_num": nan_to_num, "atan2": atan2,
+    "arctan2": atan2, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
     "__add__": add, "__radd__": lambda self, other: add(other, self),
     "__sub__": sub, "__rsub__": lambda self, other: sub(other, self),
     "__mul__": mul, "__rmul__": lambda self, other: mul(other, self),
     "__truediv__": div, "__rtruediv__": lambda self, other: div(other, self),
-    "__neg__": neg, "__pos__": lambda self: self,
+    "__floordiv__": floor_divide, "__rfloordiv__": _rfloordiv,
+    "__mod__": remainder, "__rmod__": _rmod,
+    "__pow__": pow, "__rpow__": _rpow,
+    "__neg__": neg, "__pos__": lambda self: self, "__abs__": abs,
 }
