@@ -1,1 +1,8 @@
-"""`jitgrad.optim` (being written)."""
+"""`jitgrad.optim`: SGD, Adam, AdamW and learning-rate schedulers (as torch.optim)."""
+
+from jitgrad.optim import lr_scheduler
+from jitgrad.optim.adam import Adam, AdamW
+from jitgrad.optim.optimizer import Optimizer
+from jitgrad.optim.sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]

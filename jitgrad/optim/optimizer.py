@@ -1,0 +1,199 @@
+"""`Optimizer`: parameter groups, per-parameter state, state dicts (torch.optim.Optimizer).
+
+Subclasses implement `_update_group(group)`; `step()` runs it for every group under
+`no_grad` after evaluating the optional closure. Updates write the parameters' numpy
+arrays in place and bump their versions, which is what PyTorch's in-place updates under
+`no_grad` amount to (parameters keep their identity; autograd is not involved).
+Parameters whose `.grad` is None are skipped and get no state (research/eager_autograd.md
+§3.2).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager.grad_mode import enable_grad, no_grad
+from jitgrad.eager.node import tensor_type_name
+from jitgrad.eager.tensor import Tensor
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
+
+
+def fma(x: Any, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z rounded once, as the fused multiply-adds of PyTorch's CPU kernels.
+
+    torch computes `add(y, alpha=x)`, `lerp` and `addcmul` this way (measured against torch
+    2.13: bit-identical on float32, where plain numpy differs in ~10% of elements). A
+    Python-float `x` is first rounded to z's dtype, as torch converts scalars. For float32
+    the product of two float32 numbers is exact in float64, so one float64 multiply-add
+    rounded to float32 reproduces the FMA.
+    """
+    if z.dtype == np.float32:
+        x64 = np.float64(np.float32(x)) if isinstance(x, (int, float)) else x.astype(np.float64)
+        return (x64 * y + z).astype(np.float32)
+    return x * y + z
+
+
+class Optimizer:
+    """Base class: holds `param_groups` (dicts with "params" and hyperparameters) and `state`.
+
+    params: an iterable of Tensors, or of dicts each with "params" and per-group overrides
+    (missing keys take `defaults`). Raises TypeError for a lone Tensor or a non-tensor
+    parameter, ValueError for an empty list, a non-leaf tensor, or a tensor in two groups.
+    """
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {tensor_type_name(params)}")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own hyperparameters (e.g. when unfreezing layers)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        param_group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(param).__qualname__}")
+            if not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in param_group["params"]]
+        if len(ids) != len(set(ids)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        existing = {id(p) for group in self.param_groups for p in group["params"]}
+        if not existing.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's `.grad`: to None (default) or to zeros in place."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                grad = param._grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    param._grad = None
+                else:
+                    if grad._grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                    grad._data[...] = 0
+                    grad._bump_version()
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; returns the closure's loss (or None).
+
+        The closure, if given, runs with grad enabled before the update (it usually zeroes
+        the grads, computes the loss and calls backward).
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement _update_group")
+
+    # ----- state dicts ------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """{"state": {index: per-parameter state}, "param_groups": [group with "params": [index]]}.
+
+        Parameters are numbered in group order; state tensors are the optimizer's own
+        (not copies), as in PyTorch.
+        """
+        index_of: dict[int, int] = {}
+        counter = itertools.count()
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for param in group["params"]:
+                if id(param) not in index_of:
+                    index_of[id(param)] = next(counter)
+            packed["params"] = [index_of[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index_of[id(p)]: s for p, s in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore hyperparameters and per-parameter state saved by `state_dict()`.
+
+        Float state tensors are cast to their parameter's dtype (the "step" counter keeps
+        its own). Raises ValueError when the group count or group sizes differ.
+        """
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"])
+               for g, s in zip(self.param_groups, saved_groups, strict=True)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        param_of = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
+                            itertools.chain.from_iterable(g["params"] for g in self.param_groups),
+                            strict=True))
+        state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        for index, values in state_dict["state"].items():
+            param = param_of[index]
+            state[param] = {key: _cast_state(param, key, value) for key, value in values.items()}
+        for group, saved in zip(self.param_groups, saved_groups, strict=True):
+            saved["params"] = group["params"]
+        self.state = state
+        self.param_groups = saved_groups
+
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+
+def _cast_state(param: Tensor, key: str, value: Any) -> Any:
+    """A state entry ready for `param`: float tensors take the parameter's dtype, except "step"."""
+    if key == "step" or not isinstance(value, Tensor) or not param.is_floating_point():
+        return value
+    return value.to(param.dtype)
+
+
+def lazy_state(optimizer: Optimizer, param: Tensor, names: tuple[str, ...]) -> dict[str, Any]:
+    """The parameter's state, created on its first update: step 0. (float32) and zero buffers."""
+    state = optimizer.state[param]
+    if not state:
+        state["step"] = Tensor._make(np.array(0.0, np.float32))
+        for name in names:
+            state[name] = Tensor._make(np.zeros_like(param._data))
+    return state
+
+
+__all__ = ["Optimizer"]
