@@ -33,9 +33,14 @@ def result_dtype(*operands: Any) -> dtypes.dtype:
 
 
 def cast_operands(operands: tuple, np_dtype: np.dtype) -> tuple:
-    """The forward's arrays: tensor data cast to `np_dtype`, Python numbers as they are."""
+    """The forward's arrays: tensor data cast to `np_dtype`, Python numbers as they are.
+
+    A numpy scalar that passed as a Python number (np.float64 subclasses float) becomes
+    one, so numpy treats it as weak too (`float32 * np.float64(2)` stays float32).
+    """
     return tuple((x._data if x._data.dtype == np_dtype else x._data.astype(np_dtype))
-                 if isinstance(x, Tensor) else x for x in operands)
+                 if isinstance(x, Tensor) else (x.item() if isinstance(x, np.generic) else x)
+                 for x in operands)
 
 
 def broadcast_error(name: str, a: Any, b: Any) -> RuntimeError:

@@ -19,10 +19,11 @@ from jitgrad.eager.ops._binary import binary, result_dtype, unary
 from jitgrad.eager.ops.pointwise import (
     C_TYPE_NAMES,
     SCALAR_TYPE_NAMES,
+    apply_broadcasting,
     apply_promoted,
     not_implemented_for,
 )
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import register
 from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
 
 AB = ("a", "b")
@@ -296,18 +297,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
             arrays.append(x._data if x._data.dtype == rd.np else x._data.astype(rd.np))
         else:
             arrays.append(rd.np.type(x))  # a numpy scalar: np.where keeps rd
-    return _broadcasting(WHERE, (condition, *branches), tuple(arrays), {})
-
-
-def _broadcasting(op: Any, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Tensor:
-    try:
-        return apply_op(op, inputs, arrays, params)
-    except ValueError as err:
-        if "broadcast" not in str(err):
-            raise
-        shapes = ", ".join(str(list(x.shape)) for x in inputs if isinstance(x, Tensor))
-        raise RuntimeError(f"{op.name}: shapes {shapes} are not broadcastable (each dim must "
-                           "match or be 1)") from None
+    return apply_broadcasting(WHERE, (condition, *branches), tuple(arrays), {})
 
 
 def _masked_fill_backward(xp: Any, ctx: Any, g: Any, mask: Any) -> tuple:
@@ -344,7 +334,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
         fill = value._data.astype(np_dtype, copy=False)
     else:
         fill = np.asarray(value).astype(np_dtype)  # 3.7 into an int tensor gives 3, as PyTorch
-    return _broadcasting(MASKED_FILL, (input, mask, value), (input._data, mask._data, fill), {})
+    arrays = (input._data, mask._data, fill)
+    return apply_broadcasting(MASKED_FILL, (input, mask, value), arrays, {})
 
 
 def _clamp_forward(input: np.ndarray, min: Any, max: Any) -> np.ndarray:

@@ -583,14 +583,33 @@ def apply_promoted(op: Any, operands: tuple, params: dict[str, Any]) -> Tensor:
     operands = tuple(x if x is None else as_tensor_operand(x) for x in operands)
     rd = result_dtype(*operands)
     dtypes.check_supported(rd, op.name)
+    return apply_broadcasting(op, operands, cast_operands(operands, rd.np), params)
+
+
+def apply_broadcasting(op: Any, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Tensor:
+    """`apply_op` whose numpy broadcast failure becomes PyTorch's RuntimeError."""
     try:
-        return apply_op(op, operands, cast_operands(operands, rd.np), params)
+        return apply_op(op, inputs, arrays, params)
     except ValueError as err:
         if "broadcast" not in str(err):
             raise
-        shapes = ", ".join(str(list(x.shape)) for x in operands if isinstance(x, Tensor))
-        raise RuntimeError(f"{op.name}: shapes {shapes} are not broadcastable (each dim must "
-                           "match or be 1)") from None
+        raise broadcast_error(op.name, [x.shape for x in inputs if isinstance(x, Tensor)]) \
+            from None
+
+
+def broadcast_error(name: str, shapes: list[tuple[int, ...]]) -> RuntimeError:
+    """PyTorch's message for the first clashing dim of several shapes, naming all shapes."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    listed = ", ".join(str(list(s)) for s in shapes)
+    for dim in range(ndim - 1, -1, -1):
+        sizes = [s[dim] for s in padded if s[dim] != 1]
+        if any(size != sizes[0] for size in sizes):
+            other = next(size for size in sizes if size != sizes[0])
+            return RuntimeError(
+                f"{name}: the size of tensor a ({sizes[0]}) must match the size of tensor b "
+                f"({other}) at non-singleton dimension {dim} (shapes {listed})")
+    return RuntimeError(f"{name}: shapes {listed} are not broadcastable")
 
 
 def _atan2_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
