@@ -1,90 +1,182 @@
-"""Creating tensors: from data, filled, ranges, random; dtype conversion.
+"""Creating tensors: from data, filled, ranges; dtype and device conversion.
 
-Dtypes follow PyTorch (research/eager_autograd.md §2.1): Python floats give float32,
-ints int64, bools bool; numpy arrays keep their dtype (float64 stays float64).
-Random numbers come from numpy's PCG64 through `Generator`; jitgrad does not try to
-reproduce PyTorch's random stream, so seeded runs are reproducible within jitgrad only.
+Dtypes follow PyTorch (research/eager_autograd.md §2.0-§2.1): Python floats give the
+default float dtype (float32), ints int64, bools bool; numpy arrays, numpy scalars and
+tensors keep their dtype, and the elements of a nested list are promoted together
+(`[tensor(1., dtype=float64), 2.0]` is float64, `[tensor(1, dtype=int32), 2]` int64).
+`tensor()` copies, `from_numpy()`/`as_tensor()` share memory. jitgrad computes on the
+CPU only: `device=` accepts "cpu"; CUDA requests raise RuntimeError.
+Random factories live in `random.py`.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from jitgrad.eager import dtypes
+from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, device
 
 ERR_INT_REQUIRES_GRAD = ("Only Tensors of floating point and complex dtype can require "
-                         "gradients (got {dtype}); create a float tensor, e.g. dtype=jitgrad.float32")
+                         "gradients (got {dtype}); create a float tensor, e.g. "
+                         "dtype=jitgrad.float32")
+WARN_COPY_CONSTRUCT = (
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+    "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+    "jitgrad.tensor(sourceTensor).")
+
+
+def check_device(requested: Any) -> None:
+    """Accept None or a CPU device. Raises RuntimeError for any other device."""
+    if requested is None or requested is device or requested == "cpu":
+        return
+    kind = device(requested).type if isinstance(requested, (str, device)) else requested
+    if kind != "cpu":
+        raise RuntimeError(f"jitgrad runs on the CPU only: device {str(requested)!r} is not "
+                           "available (jitgrad.cuda.is_available() is False); use device='cpu'")
+
+
+def finish(array: np.ndarray, requires_grad: bool) -> Tensor:
+    """A leaf tensor around `array`. Raises RuntimeError for requires_grad on a non-float dtype."""
+    if requires_grad and array.dtype.kind != "f":
+        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=dtypes.from_numpy_dtype(array.dtype)))
+    return Tensor._make(array, bool(requires_grad))
+
+
+def size_of(size: Sequence[Any]) -> tuple[int, ...]:
+    """A shape from varargs `(2, 3)` or one sequence `((2, 3),)`. Raises on negative sizes."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = tuple(int(s) for s in size)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+    return shape
+
+
+# ----- from data -----------------------------------------------------------------------
+
+def _element_dtype(data: list | tuple) -> tuple[dtypes.dtype | None, bool]:
+    """PyTorch's dtype for the elements of a nested sequence, and whether Tensors occur.
+
+    Each element contributes a dtype (Python float: default float, int: int64, bool: bool,
+    numpy scalar/array or Tensor: its own) and they are promoted together (not weakly).
+    """
+    result: dtypes.dtype | None = None
+    has_tensors = False
+    stack: list[Any] = [data]
+    while stack:
+        seq = stack.pop()
+        for kind in set(map(type, seq)):
+            if issubclass(kind, (list, tuple)):
+                stack.extend(x for x in seq if type(x) is kind)
+                continue
+            if issubclass(kind, (Tensor, np.ndarray)):
+                has_tensors = has_tensors or issubclass(kind, Tensor)
+                found = [_leaf_dtype(x) for x in seq if type(x) is kind]
+            elif issubclass(kind, np.generic):
+                found = [dtypes.from_numpy_dtype(np.dtype(kind))]
+            elif kind is bool or kind is int or kind is float:
+                found = [dtypes.python_scalar_dtype(kind())]
+            else:
+                continue  # left to numpy, which raises for strings and None
+            for d in found:
+                result = d if result is None else dtypes.promote_types(result, d)
+    return result, has_tensors
+
+
+def _leaf_dtype(x: Tensor | np.ndarray) -> dtypes.dtype:
+    array = x._data if isinstance(x, Tensor) else x
+    if isinstance(x, Tensor) and array.size != 1:
+        raise ValueError(f"only one element tensors can be converted to Python scalars "
+                         f"(a tensor of shape {list(array.shape)} inside a list); use "
+                         "jitgrad.stack to combine tensors")
+    return dtypes.from_numpy_dtype(array.dtype)
+
+
+def _unwrap_tensors(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_tensors(x) for x in data]
+    return data
+
+
+def _array_from_sequence(data: list | tuple) -> tuple[np.ndarray, dtypes.dtype | None]:
+    inferred, has_tensors = _element_dtype(data)
+    try:
+        array = np.array(_unwrap_tensors(data) if has_tensors else data)
+    except ValueError as err:
+        raise ValueError(f"expected a rectangular nested sequence (all rows of equal length) "
+                         f"to build a tensor ({err})") from None
+    return array, inferred
 
 
 def _array_from_data(data: Any, dtype: Any) -> np.ndarray:
     """A fresh numpy array holding `data`, with PyTorch's dtype inference."""
+    inferred: dtypes.dtype | None = None
     if isinstance(data, Tensor):
+        warnings.warn(WARN_COPY_CONSTRUCT, UserWarning, stacklevel=3)
         array = np.array(data._data, copy=True)
     elif isinstance(data, np.ndarray):
         array = np.array(data, copy=True)
-        if dtype is None:
-            dtypes.from_numpy_dtype(array.dtype)  # raises for unsupported numpy dtypes
-    else:
-        if isinstance(data, (list, tuple)):
-            data = _unwrap_nested(data)
+        dtypes.from_numpy_dtype(array.dtype)  # raises for unsupported numpy dtypes
+    elif isinstance(data, (list, tuple)):
+        array, inferred = _array_from_sequence(data)
+    elif isinstance(data, (bool, int, float)):
         array = np.array(data)
-        if array.dtype == object:
-            raise TypeError(f"Could not infer dtype of {type(data).__name__}: jitgrad.tensor "
-                            "takes numbers, nested lists of numbers, numpy arrays or Tensors")
-        if dtype is None:
-            kind = array.dtype.kind
-            if kind == "f" and not isinstance(data, np.generic):
-                array = array.astype(dtypes.get_default_dtype().np)
-            elif kind in "iu" and not isinstance(data, np.generic):
-                array = array.astype(np.int64)
-            elif kind == "U" or kind == "S":
-                raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    if dtype is not None:
-        d = dtypes.to_dtype(dtype)
-        dtypes.check_supported(d, "tensor")
-        array = array.astype(d.np, copy=False)
+        inferred = dtypes.python_scalar_dtype(data)
+    elif isinstance(data, np.generic):
+        array = np.array(data)
+    elif data is None:
+        raise RuntimeError("Could not infer dtype of NoneType: jitgrad.tensor takes numbers, "
+                           "nested lists of numbers, numpy arrays or Tensors")
+    else:
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if array.dtype.kind in "US":
+        raise TypeError("new(): invalid data type 'str'")
+    if array.dtype.kind in "OV":
+        raise RuntimeError("Could not infer dtype: jitgrad.tensor takes numbers, nested lists "
+                           "of numbers, numpy arrays or Tensors")
+    if inferred is None and array.dtype.kind == "f" and isinstance(data, (list, tuple)):
+        inferred = dtypes.get_default_dtype()  # no numbers at all (`[]`): PyTorch's float
+    target = dtypes.to_dtype(dtype) if dtype is not None else inferred
+    if target is not None:
+        dtypes.check_supported(target, "tensor")
+        array = array.astype(target.np, copy=False)
     return array
-
-
-def _unwrap_nested(data: Any) -> Any:
-    if isinstance(data, Tensor):
-        return data._data
-    if isinstance(data, (list, tuple)):
-        return [_unwrap_nested(x) for x in data]
-    return data
-
-
-def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
-    if requires_grad and array.dtype.kind != "f":
-        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=dtypes.from_numpy_dtype(array.dtype)))
-    return Tensor._make(array, bool(requires_grad))
 
 
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of `data` (numbers, nested lists, arrays, Tensors).
 
-    Raises RuntimeError for `requires_grad=True` on a non-float dtype.
+    Dtype: `dtype` if given, else inferred as PyTorch does (see module docstring).
+    Raises RuntimeError for `requires_grad=True` on a non-float dtype or a CUDA device,
+    TypeError for strings and other non-numeric data, ValueError for ragged lists.
     """
-    return _finish(_array_from_data(data, dtype), requires_grad)
+    check_device(device)
+    return finish(_array_from_data(data, dtype), requires_grad)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """`data` as a tensor, sharing memory with a numpy array or Tensor when the dtype matches."""
-    if isinstance(data, Tensor) and (dtype is None or dtypes.to_dtype(dtype).np == data._data.dtype):
-        return data
+    check_device(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None else to_dtype(data, dtype)
     if isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(dtype).np == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor sharing memory with a numpy array (dtype kept)."""
+    """A tensor sharing memory with a numpy array (dtype kept). Raises TypeError otherwise."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     dtypes.from_numpy_dtype(array.dtype)
@@ -110,11 +202,17 @@ def rebuild_tensor(array: np.ndarray, requires_grad: bool, cls: type = Tensor) -
     return t
 
 
-def _size(size: Sequence[Any]) -> tuple[int, ...]:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    return tuple(int(s) for s in size)
+def is_tensor(obj: Any) -> bool:
+    """True for jitgrad Tensors (and subclasses such as Parameter)."""
+    return isinstance(obj, Tensor)
 
+
+def numel(input: Tensor) -> int:
+    """The number of elements of `input`."""
+    return input._data.size
+
+
+# ----- filled -----------------------------------------------------------------------------
 
 def _factory_dtype(dtype: Any, default: dtypes.dtype | None = None) -> np.dtype:
     d = dtypes.to_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
@@ -123,77 +221,130 @@ def _factory_dtype(dtype: Any, default: dtypes.dtype | None = None) -> np.dtype:
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros (default float32)."""
-    return _finish(np.zeros(_size(size), _factory_dtype(dtype)), requires_grad)
+    """A tensor of zeros of the given size (varargs or one tuple); default float32."""
+    check_device(device)
+    return finish(np.zeros(size_of(size), _factory_dtype(dtype)), requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of ones (default float32)."""
-    return _finish(np.ones(_size(size), _factory_dtype(dtype)), requires_grad)
+    """A tensor of ones of the given size (varargs or one tuple); default float32."""
+    check_device(device)
+    return finish(np.ones(size_of(size), _factory_dtype(dtype)), requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """An uninitialized tensor (default float32)."""
-    return _finish(np.empty(_size(size), _factory_dtype(dtype)), requires_grad)
+    """An uninitialized tensor of the given size (varargs or one tuple); default float32."""
+    check_device(device)
+    return finish(np.empty(size_of(size), _factory_dtype(dtype)), requires_grad)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor filled with `fill_value`; the dtype follows the value (float32, int64, bool)."""
-    default = dtypes.python_scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else None
-    return _finish(np.full(_size((size,)), fill_value, _factory_dtype(dtype, default)), requires_grad)
+    check_device(device)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    default = dtypes.python_scalar_dtype(fill_value)
+    return finish(np.full(size_of((size,)), fill_value, _factory_dtype(dtype, default)),
+                  requires_grad)
 
 
-def _like(input: Tensor, dtype: Any) -> np.dtype:
+def _like(input: Tensor, dtype: Any, device: Any) -> np.dtype:
+    check_device(device)
     return dtypes.to_dtype(dtype).np if dtype is not None else input._data.dtype
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    return _finish(np.zeros(input._data.shape, _like(input, dtype)), requires_grad)
+    """Zeros with the shape and (default) dtype of `input`."""
+    return finish(np.zeros(input._data.shape, _like(input, dtype, device)), requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    return _finish(np.ones(input._data.shape, _like(input, dtype)), requires_grad)
+    """Ones with the shape and (default) dtype of `input`."""
+    return finish(np.ones(input._data.shape, _like(input, dtype, device)), requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    return _finish(np.empty(input._data.shape, _like(input, dtype)), requires_grad)
+    """Uninitialized, with the shape and (default) dtype of `input`."""
+    return finish(np.empty(input._data.shape, _like(input, dtype, device)), requires_grad)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    return _finish(np.full(input._data.shape, fill_value, _like(input, dtype)), requires_grad)
+    """`fill_value` everywhere, with the shape and (default) dtype of `input`."""
+    return finish(np.full(input._data.shape, fill_value, _like(input, dtype, device)),
+                  requires_grad)
+
+
+# ----- ranges ---------------------------------------------------------------------------
+
+def _number(v: Any) -> Any:
+    return v.item() if isinstance(v, Tensor) else v
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
-    """Values from start (inclusive) to end (exclusive): int64 for ints, float32 otherwise."""
+    """Values from start (inclusive) to end (exclusive) by step.
+
+    Dtype: int64 when start, end and step are all integers, else the default float dtype.
+    Count: ceil((end - start) / step), so `arange(0, 1, 0.1)` has 10 elements. With an
+    integer `dtype`, the bounds are truncated to integers first (as PyTorch).
+    Raises RuntimeError for step 0 or a step whose sign does not lead from start to end.
+    """
+    check_device(device)
     if end is None:
         start, end = 0, start
-    values = [float(v) if isinstance(v, Tensor) and v.is_floating_point() else v
-              for v in (start, end, step)]
-    values = [v.item() if isinstance(v, Tensor) else v for v in values]
-    if step == 0:
+    values = [_number(v) for v in (start, end, step)]
+    if values[2] == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if (values[1] - values[0]) * values[2] < 0:
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start={values[0]}, end={values[1]}, step={values[2]})")
     is_int = all(isinstance(v, (int, np.integer)) for v in values)
-    default = dtypes.int64 if is_int else dtypes.get_default_dtype()
-    array = np.arange(*values, dtype=np.float64 if not is_int else np.int64)
-    return _finish(array.astype(_factory_dtype(dtype, default)), requires_grad)
+    np_dtype = _factory_dtype(dtype, dtypes.int64 if is_int else dtypes.get_default_dtype())
+    if np_dtype.kind in "iub":
+        array = np.arange(*(int(v) for v in values), dtype=np.int64)
+    else:
+        array = np.arange(*(float(v) for v in values), dtype=np.float64)
+    return finish(array.astype(np_dtype, copy=False), requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    """`steps` evenly spaced values from start to end inclusive."""
-    return _finish(np.linspace(start, end, int(steps)).astype(_factory_dtype(dtype)), requires_grad)
+    """`steps` evenly spaced values from start to end inclusive (default float32).
+
+    Computed as PyTorch does, in the result dtype: the first half as start + i * step, the
+    second half as end - (steps - 1 - i) * step, step = (end - start) / (steps - 1);
+    integer dtypes compute in float64 and truncate. Raises RuntimeError for steps < 0.
+    """
+    check_device(device)
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative (got {steps})")
+    np_dtype = _factory_dtype(dtype)
+    compute = np_dtype if np_dtype.kind == "f" else np.dtype(np.float64)
+    cast = compute.type if np_dtype.kind == "f" else (lambda v: float(int(v)))
+    first, last = compute.type(cast(_number(start))), compute.type(cast(_number(end)))
+    index = np.arange(steps).astype(compute)
+    if steps == 1:
+        values = np.full(1, first, compute)
+    else:
+        step = (last - first) / compute.type(steps - 1)
+        values = np.where(np.arange(steps) < steps // 2, first + step * index,
+                          last - step * (compute.type(steps - 1) - index))
+    return finish(values.astype(np_dtype), requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
-    """The n x m identity matrix."""
-    return _finish(np.eye(n, m, dtype=_factory_dtype(dtype)), requires_grad)
+    """The n x m identity matrix (m defaults to n). Raises RuntimeError for negative sizes."""
+    check_device(device)
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {v}")
+    return finish(np.eye(n, m, dtype=_factory_dtype(dtype)), requires_grad)
 
 
 # ----- dtype conversion (differentiable between float dtypes) -------------------------
@@ -226,27 +377,69 @@ def view_as_dtype(input: Tensor, dtype: Any) -> Tensor:
     return Tensor._make(input._data.view(d.np))
 
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-           "ones_like", "empty_like", "full_like", "arange", "linspace", "eye"]
+def _is_dtype_like(a: Any) -> bool:
+    return isinstance(a, (dtypes.dtype, np.dtype)) or (isinstance(a, str) and a in dtypes.ALIASES) \
+        or (isinstance(a, type) and (a in (float, int, bool) or issubclass(a, np.generic)))
 
 
-def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """`t.to(dtype)`, `t.to("cpu")`, `t.to(other)`, `t.to(device, dtype)`."""
-    dtype = kwargs.get("dtype")
-    copy = kwargs.get("copy", False)
+def _to(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+        non_blocking: bool = False, copy: bool = False) -> Tensor:
+    """`t.to(dtype)`, `t.to("cpu")`, `t.to(other)`, `t.to(device, dtype)`, keyword forms.
+
+    Returns self when nothing changes (unless copy=True). Raises RuntimeError for a
+    non-CPU device.
+    """
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, (dtypes.dtype, type)) or (isinstance(a, str) and a in dtypes.ALIASES):
+        elif _is_dtype_like(a):
             dtype = a
-        elif isinstance(a, np.dtype):
-            dtype = a
-    return to_dtype(self, dtype, copy) if dtype is not None else self
+        else:
+            check_device(a)
+    check_device(device)
+    if dtype is None:
+        return to_dtype(self, self.dtype, copy=True) if copy else self
+    return to_dtype(self, dtype, copy)
+
+
+_LEGACY_TYPES = {"FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64,
+                 "HalfTensor": dtypes.float16, "LongTensor": dtypes.int64,
+                 "IntTensor": dtypes.int32, "ShortTensor": dtypes.int16,
+                 "CharTensor": dtypes.int8, "ByteTensor": dtypes.uint8, "BoolTensor": dtypes.bool_}
+
+
+def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
+    """`t.type()` names the type (`'jitgrad.FloatTensor'`); `t.type(dtype or name)` converts.
+
+    Raises RuntimeError for CUDA type names, ValueError for unknown names.
+    """
+    if dtype is None:
+        return tensor_type_name(self)
+    if isinstance(dtype, str) and dtype not in dtypes.ALIASES:
+        module, _, name = dtype.rpartition(".")
+        if module.endswith("cuda"):
+            check_device("cuda")
+        if module not in ("torch", "jitgrad") or name not in _LEGACY_TYPES:
+            raise ValueError(f"invalid type: '{dtype}' (expected e.g. 'jitgrad.FloatTensor' "
+                             "or a dtype such as jitgrad.float32)")
+        dtype = _LEGACY_TYPES[name]
+    return to_dtype(self, dtype)
+
+
+def _cuda(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Raises RuntimeError: jitgrad has no CUDA backend."""
+    check_device("cuda")
+    return self
+
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
+           "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "is_tensor",
+           "numel"]
 
 
 METHODS = {
     "to": _to,
-    "type": lambda self, dtype=None: self.dtype if dtype is None else to_dtype(self, dtype),
+    "type": _type,
     "type_as": lambda self, other: to_dtype(self, other.dtype),
     "float": lambda self: to_dtype(self, dtypes.float32),
     "double": lambda self: to_dtype(self, dtypes.float64),
@@ -256,11 +449,16 @@ METHODS = {
     "short": lambda self: to_dtype(self, dtypes.int16),
     "bool": lambda self: to_dtype(self, dtypes.bool_),
     "byte": lambda self: to_dtype(self, dtypes.uint8),
+    "char": lambda self: to_dtype(self, dtypes.int8),
     "cpu": lambda self: self,
-    "new_zeros": lambda self, *size, dtype=None, **kw: zeros(*size, dtype=dtype or self.dtype),
-    "new_ones": lambda self, *size, dtype=None, **kw: ones(*size, dtype=dtype or self.dtype),
-    "new_empty": lambda self, *size, dtype=None, **kw: empty(*size, dtype=dtype or self.dtype),
+    "cuda": _cuda,
+    "new_zeros": lambda self, *size, dtype=None, **kw: zeros(*size, dtype=dtype or self.dtype,
+                                                             **kw),
+    "new_ones": lambda self, *size, dtype=None, **kw: ones(*size, dtype=dtype or self.dtype, **kw),
+    "new_empty": lambda self, *size, dtype=None, **kw: empty(*size, dtype=dtype or self.dtype,
+                                                             **kw),
     "new_full": lambda self, size, value, dtype=None, **kw: full(size, value,
-                                                                dtype=dtype or self.dtype),
-    "new_tensor": lambda self, data, dtype=None, **kw: tensor(data, dtype=dtype or self.dtype),
+                                                                dtype=dtype or self.dtype, **kw),
+    "new_tensor": lambda self, data, dtype=None, **kw: tensor(data, dtype=dtype or self.dtype,
+                                                              **kw),
 }
