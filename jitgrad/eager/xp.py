@@ -153,6 +153,11 @@ class NumpyNamespace:
         """bool mask [i, j] = j >= i of size n, reshaped to `shape` (n, n, 1, ...)."""
         return np.triu(np.ones((n, n), dtype=np.bool_)).reshape(shape)
 
+    @staticmethod
+    def einsum(equation: str, *operands: Any) -> Any:
+        """numpy's einsum with explicit output subscripts (`"ij,jk->ik"`)."""
+        return np.einsum(equation, *operands)
+
 
 NUMPY = NumpyNamespace()
 

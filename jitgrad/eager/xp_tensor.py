@@ -79,7 +79,8 @@ def cumprod(x: Tensor, dim: int) -> Tensor:
 
 
 def take_along_dim(x: Tensor, index: Any, dim: int) -> Tensor:
-    return sorting.take_along(x, index._data if isinstance(index, Tensor) else index, dim)
+    index = index if isinstance(index, Tensor) else Tensor._make(np.asarray(index))
+    return sorting.take_along(x, index, dim)
 
 
 def put_along_dim(shape: tuple[int, ...], dim: int, index: Any, values: Tensor) -> Tensor:
@@ -93,3 +94,7 @@ def eye_mask(n: int, shape: tuple[int, ...]) -> Tensor:
 
 def triu_mask(n: int, shape: tuple[int, ...]) -> Tensor:
     return Tensor._make(np.triu(np.ones((n, n), dtype=np.bool_)).reshape(shape))
+
+
+def einsum(equation: str, *operands: Tensor) -> Tensor:
+    return linalg.einsum(equation, *operands)

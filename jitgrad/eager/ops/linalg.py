@@ -1,4 +1,8 @@
-"""Matrix products: matmul (`@`), mm, bmm, with numpy's (and PyTorch's) batching rules."""
+"""Matrix products: matmul (`@`), mm, bmm, dot, outer, addmm, baddbmm, linear, einsum.
+
+matmul follows numpy's (and PyTorch's) batching rules; mm/bmm/dot check the ranks
+PyTorch requires and then run matmul; `linear` is its own op (x @ W^T + b, one node).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager.ops import pointwise, shape
 from jitgrad.eager.ops._binary import cast_operands, result_dtype
+from jitgrad.eager.ops.einsum import einsum
+from jitgrad.eager.ops.reduction import reduced_count
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor
 
@@ -97,7 +104,134 @@ def matmul(input: Any, other: Any) -> Tensor:
                            "broadcast") from None
 
 
-__all__ = ["matmul"]
+def _is_matrix(name: str, t: Tensor, ndim: int, what: str) -> None:
+    if t._data.ndim != ndim:
+        raise RuntimeError(f"{name} must be a {what} (got a {t._data.ndim}-D tensor of shape "
+                           f"{list(t._data.shape)})")
+
+
+def mm(input: Any, mat2: Any) -> Tensor:
+    """Matrix product of two 2-D tensors: (n, m) @ (m, p) -> (n, p).
+
+    Raises RuntimeError "self must be a matrix" / "mat2 must be a matrix" for other ranks
+    and when the inner dims differ.
+    """
+    a, b = as_tensor(input), as_tensor(mat2)
+    _is_matrix("self", a, 2, "matrix")
+    _is_matrix("mat2", b, 2, "matrix")
+    return matmul(a, b)
+
+
+def bmm(input: Any, mat2: Any) -> Tensor:
+    """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p), no batch broadcasting.
+
+    Raises RuntimeError for non-3-D operands or mismatched batch/inner sizes.
+    """
+    a, b = as_tensor(input), as_tensor(mat2)
+    _is_matrix("batch1", a, 3, "3D tensor")
+    _is_matrix("batch2", b, 3, "3D tensor")
+    sa, sb = a._data.shape, b._data.shape
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}] (shapes {list(sa)} "
+                           f"and {list(sb)})")
+    return matmul(a, b)
+
+
+def dot(input: Any, other: Any) -> Tensor:
+    """Inner product of two 1-D tensors of the same length (a 0-d result)."""
+    a, b = as_tensor(input), as_tensor(other)
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D "
+                           "tensors")
+    if a._data.shape != b._data.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._data.shape[0]}] and "
+                           f"src [{b._data.shape[0]}] to have the same number of elements, but "
+                           f"got {a._data.shape[0]} and {b._data.shape[0]} elements respectively")
+    return matmul(a, b)
+
+
+def outer(input: Any, vec2: Any) -> Tensor:
+    """Outer product of two 1-D tensors: (n,), (m,) -> (n, m)."""
+    a, b = as_tensor(input), as_tensor(vec2)
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"outer: expected 1-D tensors, got shapes {list(a._data.shape)} and "
+                           f"{list(b._data.shape)}; flatten them first")
+    return pointwise.mul(shape.reshape(a, -1, 1), b)
+
+
+def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p).
+
+    With beta=0, `input` is ignored (its NaNs do not propagate), as in PyTorch.
+    """
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, p)."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha)
+
+
+def _scaled_sum(input: Any, product: Tensor, beta: Any, alpha: Any) -> Tensor:
+    if alpha != 1:
+        product = pointwise.mul(product, alpha)
+    if beta == 0:
+        return product
+    return pointwise.add(product, input if beta == 1 else pointwise.mul(input, beta))
+
+
+def _linear_forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    out = np.matmul(x, weight.T)
+    return out if bias is None else out + bias
+
+
+def _linear_backward(xp: Any, ctx: Any, g: Any, x: Any, weight: Any) -> tuple:
+    """x (..., in), W (out, in), g (..., out): grad_x = g @ W, grad_W = g^T x summed over
+    the batch, grad_b = g (summed to (out,) by the engine)."""
+    need_x, need_w, need_b = ctx.needs_input_grad
+    out_features, in_features = ctx.input_metadata[1][0]
+    grad_x = xp.matmul(g, weight) if need_x else None
+    grad_w = None
+    if need_w:
+        rows = reduced_count(ctx.input_metadata[0][0][:-1], None)
+        grad_w = xp.matmul(xp.swapaxes(xp.reshape(g, (rows, out_features)), 0, 1),
+                           xp.reshape(x, (rows, in_features)))
+    return grad_x, grad_w, (g if need_b else None)
+
+
+LINEAR = register("linear", _linear_forward, _linear_backward, saves=("x", "weight"),
+                  source="Giles 2008 (matmul rule) with W stored (out, in)")
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight^T + bias, with weight stored (out_features, in_features).
+
+    Shapes: input (..., in), weight (out, in), bias (out,) -> (..., out).
+    Raises RuntimeError when the feature sizes differ or weight is not 2-D.
+    """
+    x, w = input._data, weight._data
+    if w.ndim != 2:
+        raise RuntimeError(f"linear: weight must be 2-D (out_features, in_features), got shape "
+                           f"{list(w.shape)}")
+    if not x.ndim or x.shape[-1] != w.shape[1]:
+        rows = reduced_count(x.shape[:-1], None) if x.ndim else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                           f"{x.shape[-1] if x.ndim else 1} and {w.shape[1]}x{w.shape[0]}): "
+                           f"input has {x.shape[-1] if x.ndim else 0} features, weight "
+                           f"{list(w.shape)} expects {w.shape[1]}")
+    arrays = (x, w, None if bias is None else bias._data)
+    operands = (input, weight, bias)
+    dtype = x.dtype
+    if w.dtype != dtype or (bias is not None and bias._data.dtype != dtype):
+        np_dtype = result_dtype(*[t for t in operands if t is not None]).np
+        arrays = tuple(None if a is None else a.astype(np_dtype, copy=False) for a in arrays)
+    return apply_op(LINEAR, operands, arrays)
+
+
+__all__ = ["matmul", "mm", "bmm", "dot", "outer", "addmm", "baddbmm", "einsum"]
 
 METHODS = {"matmul": matmul, "__matmul__": matmul,
-           "__rmatmul__": lambda self, other: matmul(other, self)}
+           "__rmatmul__": lambda self, other: matmul(other, self),
+           "mm": mm, "bmm": bmm, "dot": dot, "outer": outer, "addmm": addmm,
+           "baddbmm": baddbmm}

@@ -1,7 +1,390 @@
-"""(being written)"""
+"""Fused neural-net ops whose numerically stable or fast form matters: softmax,
+log_softmax, layer_norm, nll_loss, embedding, and the element losses of binary
+cross-entropy. `jitgrad.nn.functional` builds the public API on them.
 
+Conventions are PyTorch's, as measured in research/eager_autograd.md §2.9: softmax of
+a fully -inf row is NaN (and so are its gradients); log_softmax([1000, 0]) is exact;
+layer_norm uses the biased variance with eps inside the square root; nll_loss's mean
+divides by the summed weights of the non-ignored targets; embedding gradients of
+repeated ids accumulate and the padding row gets none.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
 from typing import Any
 
-__all__: list[str] = []
+import numpy as np
 
-METHODS: dict[str, Any] = {}
+from jitgrad.eager import dtypes
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.tensor import Tensor, normalize_dim
+
+# ----- softmax, log_softmax ---------------------------------------------------------
+
+
+# `dims` is (dim,), or None for a 0-d input (whose only "slice" is itself)
+
+
+def _shifted(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    return x - np.amax(x, axis=dims, keepdims=True)
+
+
+def _softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    e = np.exp(_shifted(x, dims))
+    return e / np.sum(e, axis=dims, keepdims=True)
+
+
+def _softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (out * (g - xp.sum(g * out, ctx.params["dims"], True)),)
+
+
+def _log_softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    shifted = _shifted(x, dims)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=dims, keepdims=True))
+
+
+def _log_softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
+    return (g - xp.exp(out) * xp.sum(g, ctx.params["dims"], True),)
+
+
+SOFTMAX = register("softmax", _softmax_forward, _softmax_backward, saves=("out",),
+                   source="d softmax = out * (g - sum(g * out))")
+LOG_SOFTMAX = register("log_softmax", _log_softmax_forward, _log_softmax_backward,
+                       saves=("out",), source="d log_softmax = g - exp(out) * sum(g)")
+
+
+def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> tuple[np.ndarray, Any]:
+    data = input._data
+    if dtype is not None:
+        data = data.astype(dtypes.to_dtype(dtype).np)
+    if data.dtype.kind != "f":
+        raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
+                                  f"'{TORCH_TYPE_NAMES.get(data.dtype.name, data.dtype.name)}'; "
+                                  f"convert first, e.g. t.float().{name}(dim)")
+    if dim is None:  # PyTorch's legacy implicit dim: 0 for 0-D, 1-D and 3-D inputs, else 1
+        dim = 0 if data.ndim in (0, 1, 3) else 1
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning, stacklevel=3)
+    dim = normalize_dim(int(dim), data.ndim)
+    return data, ((dim,) if data.ndim else None)
+
+
+def softmax(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, shifted by the max (no overflow).
+
+    dtype: cast the input first. A fully -inf slice gives NaN (as PyTorch).
+    Raises NotImplementedError for integer inputs.
+    """
+    data, dims = _softmax_input(input, dim, dtype, "softmax")
+    return apply_op(SOFTMAX, (input,), (data,), {"dims": dims})
+
+
+def log_softmax(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+    """x - logsumexp(x) along `dim`, exact for large gaps (`[1000, 0]` -> `[0, -1000]`)."""
+    data, dims = _softmax_input(input, dim, dtype, "log_softmax")
+    return apply_op(LOG_SOFTMAX, (input,), (data,), {"dims": dims})
+
+
+# PyTorch's C++ scalar type names, used in its dtype error messages
+TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                    "bool": "Bool"}
+
+# ----- layer_norm ---------------------------------------------------------------------
+
+
+def _layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
+                        normalized_ndim: int, eps: float) -> np.ndarray:
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    centered = x - np.mean(x, axis=axes, keepdims=True)
+    var = np.mean(centered * centered, axis=axes, keepdims=True)
+    out = centered / np.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def _layer_norm_backward(xp: Any, ctx: Any, g: Any, x: Any, weight: Any) -> tuple:
+    """Standard LayerNorm backward, recomputing mean and rstd from the saved input.
+
+    xhat = (x - mean) * rstd; gw = g * weight; over the n normalized elements:
+    grad_x = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), grad_weight = g * xhat,
+    grad_bias = g (weight/bias gradients summed over the batch by the engine).
+    """
+    shape = ctx.input_metadata[0][0]
+    k = ctx.params["normalized_ndim"]
+    axes = tuple(range(len(shape) - k, len(shape)))
+    n = math.prod(shape[len(shape) - k:])
+    centered = x - xp.sum(x, axes, True) / n
+    rstd = 1 / xp.sqrt(xp.sum(centered * centered, axes, True) / n + ctx.params["eps"])
+    xhat = centered * rstd
+    need_x, need_w, need_b = ctx.needs_input_grad
+    grad_x = None
+    if need_x:
+        gw = g if weight is None else g * weight
+        mean_gw = xp.sum(gw, axes, True) / n
+        grad_x = rstd * (gw - mean_gw - xhat * (xp.sum(gw * xhat, axes, True) / n))
+    return grad_x, (g * xhat if need_w else None), (g if need_b else None)
+
+
+LAYER_NORM = register("layer_norm", _layer_norm_forward, _layer_norm_backward,
+                      saves=("x", "weight"), source="Ba et al. 2016, LayerNorm; standard backward")
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing `normalized_shape` dims (biased variance, eps inside
+    the sqrt), then scale by `weight` and shift by `bias` (both of that shape, optional).
+
+    Raises RuntimeError when the input's trailing dims differ from `normalized_shape`.
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(int(s) for s in normalized_shape)
+    data = input._data
+    k = len(normalized_shape)
+    if data.ndim < k or data.shape[data.ndim - k:] != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
+                           f"shape [*, {', '.join(map(str, normalized_shape))}], but got input of "
+                           f"size{list(data.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t._data.shape != normalized_shape:
+            raise RuntimeError(f"layer_norm: {name} of shape {list(t._data.shape)} must have "
+                               f"normalized_shape {list(normalized_shape)}")
+    arrays = (data, None if weight is None else weight._data.astype(data.dtype, copy=False),
+              None if bias is None else bias._data.astype(data.dtype, copy=False))
+    return apply_op(LAYER_NORM, (input, weight, bias), arrays,
+                    {"normalized_ndim": k, "eps": float(eps)})
+
+
+# ----- nll_loss -----------------------------------------------------------------------
+
+
+def _class_dim(ndim: int) -> int:
+    return 0 if ndim == 1 else 1
+
+
+def _nll_forward(log_probs: np.ndarray, target: np.ndarray, weight: np.ndarray | None,
+                 ignore_index: int, reduction: str) -> np.ndarray:
+    class_dim = _class_dim(log_probs.ndim)
+    ignored = target == ignore_index
+    safe = np.where(ignored, 0, target)
+    picked = np.take_along_axis(log_probs, np.expand_dims(safe, class_dim), class_dim)
+    picked = picked.squeeze(class_dim)
+    w = ~ignored if weight is None else weight[safe] * ~ignored
+    w = w.astype(log_probs.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return np.asarray(np.sum(loss))
+    return np.asarray(np.sum(loss) / np.sum(w))
+
+
+def _nll_backward(xp: Any, ctx: Any, g: Any, target: Any, weight: Any) -> tuple:
+    """-g * w[target] at each target position (divided by sum(w) for 'mean')."""
+    shape, np_dtype = ctx.input_metadata[0]
+    class_dim = _class_dim(len(shape))
+    ignore_index, reduction = ctx.params["ignore_index"], ctx.params["reduction"]
+    kept = target != ignore_index
+    safe = xp.where(kept, target, 0)
+    w = xp.cast(kept, np_dtype)
+    if weight is not None:
+        w = xp.getitem(weight, safe) * w
+    if reduction == "mean":
+        g = g / xp.sum(w, None)
+    values = xp.where(kept, -(w * g), 0)  # an all-ignored batch divides by 0: keep grad 0
+    index_shape = ctx.input_metadata[1][0]
+    unsqueezed = index_shape[:class_dim] + (1,) + index_shape[class_dim:]
+    grad = xp.put_along_dim(shape, class_dim, xp.reshape(safe, unsqueezed),
+                            xp.reshape(values, unsqueezed))
+    return grad, None, None
+
+
+NLL_LOSS = register("nll_loss", _nll_forward, _nll_backward, saves=("target", "weight"),
+                    inputs=("log_probs", "target", "weight"),
+                    source="d(-w_t * x_t) / dx_t = -w_t")
+
+
+def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
+    data, labels = input._data, target._data
+    if labels.dtype not in (np.int64, np.uint8):
+        name = TORCH_TYPE_NAMES.get(labels.dtype.name, labels.dtype.name)
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}; class "
+                           "index targets must be int64, e.g. target.long()")
+    class_dim = _class_dim(data.ndim)
+    expected = data.shape[:class_dim] + data.shape[class_dim + 1:]
+    if labels.shape != expected:
+        raise RuntimeError(f"Expected input batch_size ({data.shape[0] if data.ndim > 1 else 1}) "
+                           f"to match target batch_size "
+                           f"({labels.shape[0] if labels.ndim else 1}): input shape "
+                           f"{list(data.shape)} needs target shape {list(expected)}, got "
+                           f"{list(labels.shape)}")
+    n_classes = data.shape[class_dim]
+    bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(labels[bad].flat[0])} is out of bounds.")
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of class-index targets given log-probabilities.
+
+    Shapes: input (N, C) or (N, C, d1, ...) or (C,); target (N,), (N, d1, ...) or ();
+    weight (C,). 'mean' divides by the summed weights of non-ignored targets (NaN when
+    all are ignored). Raises IndexError "Target 3 is out of bounds." for bad class ids,
+    RuntimeError for non-int64 targets or mismatched shapes.
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _check_targets(input, target, ignore_index)
+    w = None if weight is None else weight._data.astype(input._data.dtype, copy=False)
+    labels = target._data.astype(np.int64, copy=False)
+    return apply_op(NLL_LOSS, (input, Tensor._make(labels), weight), (input._data, labels, w),
+                    {"ignore_index": int(ignore_index), "reduction": reduction})
+
+
+# ----- embedding ----------------------------------------------------------------------
+
+
+def _embedding_forward(weight: np.ndarray, indices: np.ndarray, padding_idx: int | None
+                       ) -> np.ndarray:
+    return weight[indices]
+
+
+def _embedding_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:
+    """Rows of g added into the rows of W they came from (repeated ids accumulate);
+    the padding row gets no gradient."""
+    padding_idx = ctx.params["padding_idx"]
+    shape, np_dtype = ctx.input_metadata[0]
+    if padding_idx is not None:
+        g = g * xp.reshape(xp.cast(indices != padding_idx, np_dtype),
+                           tuple(ctx.input_metadata[1][0]) + (1,))
+    return xp.index_add_into(shape, indices, g), None
+
+
+EMBEDDING = register("embedding", _embedding_forward, _embedding_backward, saves=("indices",),
+                     source="index-add of g into the rows of W")
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of `weight` (num_embeddings, dim) picked by int `input` (any shape) ->
+    input.shape + (dim,).
+
+    Raises IndexError "index out of range in self" for ids outside [0, num_embeddings),
+    RuntimeError for non-integer ids.
+    """
+    ids = input._data
+    if ids.dtype.kind not in "iu":
+        name = TORCH_TYPE_NAMES.get(ids.dtype.name, ids.dtype.name)
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {name} instead; "
+                           "convert the ids with .long()")
+    rows = weight._data.shape[0]
+    if ids.size and (ids.min() < 0 or ids.max() >= rows):
+        raise IndexError(f"index out of range in self (ids must be in [0, {rows}); got min "
+                         f"{int(ids.min())}, max {int(ids.max())})")
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % rows
+    return apply_op(EMBEDDING, (weight, input), (weight._data, ids), {"padding_idx": padding_idx})
+
+
+# ----- binary cross-entropy element losses --------------------------------------------
+
+
+def _bce_forward(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    # each log is clamped at -100, so p = 0 with y = 1 costs 100, not inf
+    log_p = np.maximum(np.log(p), p.dtype.type(-100))
+    log_1mp = np.maximum(np.log1p(-p), p.dtype.type(-100))
+    return -(y * log_p + (1 - y) * log_1mp)
+
+
+def _bce_backward(xp: Any, ctx: Any, g: Any, p: Any, y: Any) -> tuple:
+    """d/dp = (p - y) / max(p (1 - p), 1e-12) (PyTorch's eps), d/dy = log(1-p) - log(p)."""
+    need_p, need_y = ctx.needs_input_grad
+    grad_p = grad_y = None
+    if need_p:
+        grad_p = g * (p - y) / xp.maximum(p * (1 - p), 1e-12)
+    if need_y:
+        grad_y = g * (xp.maximum(xp.log1p(-p), -100) - xp.maximum(xp.log(p), -100))
+    return grad_p, grad_y
+
+
+def _softplus_neg(xp: Any, z: Any) -> Any:
+    """log(1 + exp(-z)) without overflow."""
+    return xp.log1p(xp.exp(-xp.abs(z))) + xp.maximum(-z, 0)
+
+
+def _bce_logits_forward(z: np.ndarray, y: np.ndarray, pos_weight: np.ndarray | None
+                        ) -> np.ndarray:
+    softplus_neg = np.log1p(np.exp(-np.abs(z))) + np.maximum(-z, z.dtype.type(0))
+    scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * y
+    return (1 - y) * z + scale * softplus_neg
+
+
+def _bce_logits_backward(xp: Any, ctx: Any, g: Any, z: Any, y: Any, pos_weight: Any) -> tuple:
+    """L = (1-y) z + (1 + (w-1) y) softplus(-z): dL/dz = (1-y) - (1 + (w-1) y) sigmoid(-z),
+    dL/dy = -z + (w-1) softplus(-z), dL/dw = y softplus(-z)."""
+    need_z, need_y, need_w = ctx.needs_input_grad
+    scale = 1 if pos_weight is None else 1 + (pos_weight - 1) * y
+    grad_z = g * ((1 - y) - scale * xp.sigmoid(-z)) if need_z else None
+    grad_y = grad_w = None
+    if need_y:
+        grad_y = -g * z
+        if pos_weight is not None:
+            grad_y = grad_y + g * (pos_weight - 1) * _softplus_neg(xp, z)
+    if need_w:
+        grad_w = g * y * _softplus_neg(xp, z)
+    return grad_z, grad_y, grad_w
+
+
+BCE = register("binary_cross_entropy", _bce_forward, _bce_backward, saves=("p", "y"),
+               source="d/dp -(y log p + (1-y) log(1-p)); PyTorch's clamps (-100, eps 1e-12)")
+BCE_LOGITS = register("binary_cross_entropy_with_logits", _bce_logits_forward,
+                      _bce_logits_backward, saves=("z", "y", "pos_weight"),
+                      source="stable form via softplus(-z) = log1p(exp(-|z|)) + max(-z, 0)")
+
+
+def bce_elements(input: Tensor, target: Tensor) -> Tensor:
+    """Unreduced, unweighted binary cross-entropy of probabilities `input`."""
+    y = target._data.astype(input._data.dtype, copy=False)
+    return apply_op(BCE, (input, target), (input._data, y))
+
+
+def bce_with_logits_elements(input: Tensor, target: Tensor, pos_weight: Tensor | None) -> Tensor:
+    """Unreduced, unweighted binary cross-entropy of logits `input` (stable)."""
+    dtype = input._data.dtype
+    y = target._data.astype(dtype, copy=False)
+    w = None if pos_weight is None else pos_weight._data.astype(dtype, copy=False)
+    return apply_op(BCE_LOGITS, (input, target, pos_weight), (input._data, y, w))
+
+
+# ----- constant padding ---------------------------------------------------------------
+
+
+def _pad_forward(x: np.ndarray, widths: tuple[tuple[int, int], ...], value: float) -> np.ndarray:
+    return np.pad(x, widths, constant_values=value)
+
+
+def _pad_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    shape = ctx.input_metadata[0][0]
+    region = tuple(slice(before, before + n) for (before, _), n in zip(ctx.params["widths"], shape,
+                                                                       strict=True))
+    return (xp.getitem(g, region),)
+
+
+PAD = register("pad", _pad_forward, _pad_backward, source="the gradient of the copied region")
+
+
+def pad_constant(input: Tensor, widths: tuple[tuple[int, int], ...], value: float) -> Tensor:
+    """`input` with (before, after) elements of `value` added per dim (non-negative widths)."""
+    return apply_op(PAD, (input,), (input._data,), {"widths": widths, "value": value})
+
+
+__all__ = ["softmax", "log_softmax"]
+
+METHODS = {"softmax": softmax, "log_softmax": log_softmax}

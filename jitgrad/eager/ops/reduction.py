@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes
-from jitgrad.eager.ops import pointwise
+from jitgrad.eager.ops import comparison
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.sorting import (
     argsort,
     cumprod,
     cumsum,
+    of_0d,
     return_type,
     sort,
     topk,
@@ -238,7 +239,7 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = Non
 
 def _max_or_min(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     if isinstance(dim, Tensor):  # max(a, b): the elementwise maximum
-        return pointwise.maximum(input, dim) if largest else pointwise.minimum(input, dim)
+        return comparison.maximum(input, dim) if largest else comparison.minimum(input, dim)
     if dim is None:
         return _extremum(AMAX if largest else AMIN, input, None, False)
     data = input._data
@@ -246,9 +247,12 @@ def _max_or_min(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     if data.ndim and data.shape[d] == 0:
         raise IndexError(f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have "
                          f"non-zero size (input shape {list(data.shape)})")
-    arg = np.argmax if largest else np.argmin  # first occurrence on ties; NaN wins
-    index = np.zeros((), np.int64) if data.ndim == 0 else arg(data, axis=d, keepdims=True)
-    return values_and_indices(input, index, d, keepdim, MaxResult if largest else MinResult)
+    result = MaxResult if largest else MinResult
+    if data.ndim == 0:
+        return of_0d(input, result)
+    # first occurrence on ties; NaN wins
+    index = apply_op(ARGMAX if largest else ARGMIN, (input,), (data,), {"dim": d, "keepdim": True})
+    return values_and_indices(input, index, d, keepdim, result)
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
@@ -310,8 +314,20 @@ def _median_forward(x: np.ndarray, dims: None, keepdim: bool) -> np.ndarray:
     return np.asarray(flat[(flat.size - 1) // 2])
 
 
+def _argmedian_forward(x: np.ndarray, dim: int) -> np.ndarray:
+    """Index of the lower median along `dim` (keepdims); a slice with NaN: its first NaN."""
+    k = (x.shape[dim] - 1) // 2
+    index = np.take(np.argsort(x, axis=dim, kind="stable"), [k], axis=dim)
+    nans = np.isnan(x)
+    if nans.any():
+        index = np.where(nans.any(axis=dim, keepdims=True),
+                         np.argmax(nans, axis=dim, keepdims=True), index)
+    return index.astype(np.int64)
+
+
 MEDIAN = register("median", _median_forward, _extremum_backward, saves=("x", "out"),
                   source="subgradient split evenly among ties")
+ARGMEDIAN = register("argmedian", _argmedian_forward)
 
 
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -325,14 +341,9 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
         return apply_op(MEDIAN, (input,), (data,), {"dims": None, "keepdim": False})
     d = normalize_dim(int(dim), data.ndim)
     if data.ndim == 0:
-        return values_and_indices(input, np.zeros((), np.int64), 0, keepdim, MedianResult)
-    k = (data.shape[d] - 1) // 2
-    index = np.take(np.argsort(data, axis=d, kind="stable"), [k], axis=d)
-    nans = np.isnan(data)
-    if nans.any():  # a slice holding NaN has median NaN, at its first NaN
-        index = np.where(nans.any(axis=d, keepdims=True),
-                         np.argmax(nans, axis=d, keepdims=True), index)
-    return values_and_indices(input, index.astype(np.int64), d, keepdim, MedianResult)
+        return of_0d(input, MedianResult)
+    index = apply_op(ARGMEDIAN, (input,), (data,), {"dim": d})
+    return values_and_indices(input, index, d, keepdim, MedianResult)
 
 
 # ----- variance and standard deviation -------------------------------------------------
@@ -559,32 +570,47 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
 # ----- logical reductions (no gradient) -----------------------------------------------
 
 
-def _bool_reduce(fn: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
+def _any_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.any(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+
+
+def _all_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    return np.asarray(np.all(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+
+
+def _count_nonzero_forward(x: np.ndarray, dims: tuple[int, ...] | None) -> np.ndarray:
+    return np.asarray(np.count_nonzero(x, axis=_axis(x, dims)), dtype=np.int64)
+
+
+ANY = register("any", _any_forward)
+ALL = register("all", _all_forward)
+COUNT_NONZERO = register("count_nonzero", _count_nonzero_forward)
+
+
+def _bool_reduce(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     data = input._data
-    dims = normalize_dims(dim, data.ndim)
-    return Tensor._make(np.asarray(fn(data, axis=_axis(data, dims),
-                                      keepdims=keepdim and data.ndim > 0)))
+    return apply_op(op, (input,), (data,),
+                    {"dims": normalize_dims(dim, data.ndim), "keepdim": keepdim})
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
         keepdims: bool | None = None) -> Tensor:
     """True where any element over `dim` is nonzero (bool result)."""
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _bool_reduce(np.any, input, dim, keepdim)
+    return _bool_reduce(ANY, input, dim, keepdim)
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None,  # noqa: A001
         keepdims: bool | None = None) -> Tensor:
     """True where every element over `dim` is nonzero (bool result)."""
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
-    return _bool_reduce(np.all, input, dim, keepdim)
+    return _bool_reduce(ALL, input, dim, keepdim)
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """int64 count of nonzero elements over `dim` (all dims by default)."""
     data = input._data
-    dims = normalize_dims(dim, data.ndim)
-    return Tensor._make(np.asarray(np.count_nonzero(data, axis=_axis(data, dims)), dtype=np.int64))
+    return apply_op(COUNT_NONZERO, (input,), (data,), {"dims": normalize_dims(dim, data.ndim)})
 
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "median",

@@ -2,10 +2,11 @@
 dim (their values), cumulative sums and products.
 
 Note [Values at indices]: every op here that returns `(values, indices)` computes the
-int64 indices in numpy first (no gradient), then takes the values with the `take_along`
-op, whose backward puts the gradient back at those indices (`xp.put_along_dim`). So
-the gradient goes to exactly the returned index (PyTorch's rule for `max(dim)` ties,
-research/eager_autograd.md §2.5), and one backward formula serves all of them.
+int64 indices first with an op that has no gradient (argsort, argmax, ...), then takes
+the values with the `take_along` op, whose backward puts the gradient back at those
+indices (`xp.put_along_dim`). So the gradient goes to exactly the returned index
+(PyTorch's rule for `max(dim)` ties, research/eager_autograd.md §2.5), and one backward
+formula serves all of them.
 `reduction.py` re-exports the public functions.
 """
 
@@ -69,9 +70,9 @@ PUT_ALONG = register("put_along", _put_forward, _put_backward, saves=("index",),
                      inputs=("values", "index"), source="adjoint of take_along")
 
 
-def take_along(input: Tensor, index: np.ndarray, dim: int, squeeze: bool = False) -> Tensor:
+def take_along(input: Tensor, index: Tensor, dim: int, squeeze: bool = False) -> Tensor:
     """`input`'s values at int64 `index` (same ndim) along `dim`, optionally squeezing `dim`."""
-    return apply_op(TAKE_ALONG, (input, Tensor._make(index)), (input._data, index),
+    return apply_op(TAKE_ALONG, (input, index), (input._data, index._data),
                     {"dim": dim, "squeeze": squeeze})
 
 
@@ -81,20 +82,24 @@ def put_along(values: Tensor, index: Tensor, shape: tuple[int, ...], dim: int) -
                     {"shape": tuple(shape), "dim": dim})
 
 
-def values_and_indices(input: Tensor, index: np.ndarray, dim: int, keepdim: bool,
+def values_and_indices(input: Tensor, index: Tensor, dim: int, keepdim: bool,
                        result: type) -> Any:
-    """`result(values, indices)` for indices computed with keepdims=True along `dim`."""
-    if input._data.ndim == 0:
-        values = take_along(input.reshape(1), index.reshape(1), 0, squeeze=True)
-        return result(values, Tensor._make(np.zeros((), dtype=np.int64)))
+    """`result(values, indices)` for indices computed with keepdim=True along `dim`."""
     values = take_along(input, index, dim, squeeze=not keepdim)
-    return result(values, Tensor._make(index if keepdim else index.squeeze(dim)))
+    return result(values, index if keepdim else Tensor._make(index._data.squeeze(dim)))
+
+
+def of_0d(input: Tensor, result: type) -> Any:
+    """`result(input's value, index 0)`: a 0-d tensor is its own max, sort, median."""
+    zero = Tensor._make(np.zeros((1,), dtype=np.int64))
+    values = take_along(input.reshape(1), zero, 0, squeeze=True)
+    return result(values, Tensor._make(np.zeros((), dtype=np.int64)))
 
 
 # ----- sorting ------------------------------------------------------------------------
 
 
-def _argsort(data: np.ndarray, dim: int, descending: bool) -> np.ndarray:
+def _argsort_forward(data: np.ndarray, dim: int, descending: bool) -> np.ndarray:
     """Stable argsort along `dim`; descending keeps ties in their original order and
     puts NaN first (NaN counts as the largest value, as in PyTorch)."""
     if not descending:
@@ -102,6 +107,14 @@ def _argsort(data: np.ndarray, dim: int, descending: bool) -> np.ndarray:
     flipped = np.flip(data, axis=dim)
     order = np.flip(np.argsort(flipped, axis=dim, kind="stable"), axis=dim)
     return (data.shape[dim] - 1 - order).astype(np.int64)
+
+
+def _topk_forward(data: np.ndarray, k: int, dim: int, largest: bool) -> np.ndarray:
+    return np.take(_argsort_forward(data, dim, largest), np.arange(k), axis=dim)
+
+
+ARGSORT = register("argsort", _argsort_forward)
+TOPK_INDICES = register("topk_indices", _topk_forward)
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
@@ -112,10 +125,10 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     """
     data = input._data
     if data.ndim == 0:
-        return values_and_indices(input, np.zeros((), np.int64), 0, False, SortResult)
+        return of_0d(input, SortResult)
     dim = normalize_dim(dim, data.ndim)
-    index = _argsort(data, dim, descending)
-    return SortResult(take_along(input, index, dim), Tensor._make(index))
+    index = apply_op(ARGSORT, (input,), (data,), {"dim": dim, "descending": bool(descending)})
+    return SortResult(take_along(input, index, dim), index)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -123,7 +136,8 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     data = input._data
     if data.ndim == 0:
         return Tensor._make(np.zeros((), dtype=np.int64))
-    return Tensor._make(_argsort(data, normalize_dim(dim, data.ndim), descending))
+    return apply_op(ARGSORT, (input,), (data,),
+                    {"dim": normalize_dim(dim, data.ndim), "descending": bool(descending)})
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
@@ -140,9 +154,10 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError(f"selected index k out of range: k={k} but dim {dim} of input shape "
                            f"{list(data.shape)} has size {size}; pass k <= {size}")
     if data.ndim == 0:
-        return values_and_indices(input, np.zeros((), np.int64), 0, False, TopkResult)
-    index = np.take(_argsort(data, dim, largest), np.arange(k), axis=dim)
-    return TopkResult(take_along(input, index, dim), Tensor._make(index))
+        return of_0d(input, TopkResult)
+    index = apply_op(TOPK_INDICES, (input,), (data,),
+                     {"k": int(k), "dim": dim, "largest": bool(largest)})
+    return TopkResult(take_along(input, index, dim), index)
 
 
 # ----- cumulative ops -----------------------------------------------------------------
