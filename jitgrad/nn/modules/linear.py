@@ -1,0 +1,62 @@
+"""`Linear` and `Identity` (torch.nn.Linear, torch.nn.Identity)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from jitgrad.eager.ops.creation import empty
+from jitgrad.eager.tensor import Tensor
+from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.nn import init
+from jitgrad.nn.modules.module import Module
+from jitgrad.nn.parameter import Parameter
+
+
+class Identity(Module):
+    """Returns its input unchanged; accepts and ignores constructor arguments, as PyTorch's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, for x of shape (*, in_features) -> (*, out_features).
+
+    weight: (out_features, in_features), bias: (out_features,) or None. Both start as
+    U(-1/sqrt(in_features), 1/sqrt(in_features)) (PyTorch's kaiming_uniform_(a=sqrt(5))).
+    dtype: float32 unless `dtype=` is given.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(empty(out_features, in_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Redraw weight and bias from PyTorch's default distribution."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+__all__ = ["Identity", "Linear"]

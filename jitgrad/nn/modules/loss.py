@@ -1,0 +1,102 @@
+"""Loss modules (torch.nn.MSELoss, CrossEntropyLoss, ...): options stored, math in `functional`.
+
+`reduction` is "mean" (default), "sum" or "none" everywhere. Class weights and
+`pos_weight` are registered as buffers, so they follow `.to(dtype)` and appear in
+state_dict, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from jitgrad.eager.tensor import Tensor
+from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.nn.modules.module import Module
+
+
+class _Loss(Module):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+
+class MSELoss(_Loss):
+    """mean((input - target)^2) over all elements (or sum / none); shapes should match."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    """mean(|input - target|) over all elements (or sum / none)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_WeightedLoss):
+    """-input[n, target[n]] (times weight[target[n]]), for log-probabilities input (N, C, ...).
+
+    "mean" divides by the summed weights of targets not equal to ignore_index.
+    """
+
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = "mean") -> None:
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """nll_loss(log_softmax(input, dim=1), target) for logits (N, C, ...) or (C,).
+
+    target: int64 class indices (N, ...) or class probabilities shaped like input.
+    label_smoothing e mixes in the uniform distribution: (1-e)*nll + e*mean_c(-log p_c).
+    """
+
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, weight=self.weight,
+                               ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy on logits, computed stably: -[y log s(x) + (1-y) log(1-s(x))].
+
+    weight rescales each element; pos_weight (one per class, broadcast over the last dim)
+    rescales the positive term.
+    """
+
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
+                 pos_weight: Tensor | None = None) -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy on probabilities; each log is clamped at -100 (PyTorch's choice)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
+
+
+__all__ = ["MSELoss", "L1Loss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss"]

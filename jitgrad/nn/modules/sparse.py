@@ -1,0 +1,73 @@
+"""`Embedding` (torch.nn.Embedding): a lookup table of learned vectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitgrad.eager.ops.creation import empty
+from jitgrad.eager.tensor import Tensor
+from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.nn import init
+from jitgrad.nn.modules.module import Module
+from jitgrad.nn.parameter import Parameter
+
+
+class Embedding(Module):
+    """Row lookup: int64 indices of any shape (*) -> vectors of shape (*, embedding_dim).
+
+    weight: (num_embeddings, embedding_dim), initialised N(0, 1). The row `padding_idx`
+    (negative values count from the end) starts at zero and never receives a gradient.
+    Raises AssertionError for a padding_idx outside [-num_embeddings, num_embeddings).
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(empty(num_embeddings, embedding_dim, dtype=dtype),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            assert list(_weight.shape) == [num_embeddings, embedding_dim], \
+                "Shape of weight does not match num_embeddings and embedding_dim"
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self) -> None:
+        """weight ~ N(0, 1), with the padding row set to zero."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight._data[self.padding_idx] = 0
+            self.weight._bump_version()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        return text
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
+                        padding_idx: int | None = None) -> Embedding:
+        """An Embedding whose weight shares storage with the 2-D tensor `embeddings`.
+
+        freeze=True makes the weight not require grad. Raises AssertionError below 2-D.
+        """
+        assert embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
+
+
+__all__ = ["Embedding"]
