@@ -23,7 +23,7 @@ from jitgrad.eager.ops.pointwise import (
     apply_promoted,
     not_implemented_for,
 )
-from jitgrad.eager.ops.registry import register
+from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
 
 AB = ("a", "b")
@@ -288,6 +288,10 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
             f"{SCALAR_TYPE_NAMES[mask.dtype.name]}; compare first, e.g. where(c != 0, a, b)")
+    if isinstance(input, Tensor) and isinstance(other, Tensor) \
+            and input._data.dtype == other._data.dtype:
+        arrays = (mask, input._data, other._data)
+        return apply_broadcasting(WHERE, (condition, input, other), arrays, {})
     branches = (as_tensor_operand(input), as_tensor_operand(other))
     rd = result_dtype(*branches)
     dtypes.check_supported(rd, "where")
@@ -366,6 +370,9 @@ CLAMP = register("clamp", _clamp_forward, _clamp_backward, saves=("input", "min"
                  source="g where min <= x <= max (inclusive), else to the active bound")
 
 
+_WEAK_BOUNDS = (int, float, type(None))  # bounds that cannot change a float tensor's dtype
+
+
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """min(max(input, min), max); bounds are numbers or broadcasting tensors, one may be None.
 
@@ -376,6 +383,9 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if type(min) in _WEAK_BOUNDS and type(max) in _WEAK_BOUNDS and isinstance(input, Tensor) \
+            and input._data.dtype.kind == "f":  # fast path: the dtype cannot change
+        return apply_op(CLAMP, (input, min, max), (input._data, min, max))
     return apply_promoted(CLAMP, (input, min, max), {})
 
 

@@ -628,7 +628,13 @@ def _lerp_forward(input: np.ndarray, end: np.ndarray, weight: Any) -> np.ndarray
         diff = end - input
         return np.where(np.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))
     start32, end32 = input.astype(np.float32, copy=False), end.astype(np.float32, copy=False)
-    weight32 = np.asarray(weight, dtype=np.float32)
+    if not isinstance(weight, np.ndarray):  # a number: pick the branch once
+        weight32 = np.float32(weight)
+        if -0.5 < weight32 < 0.5:
+            return (np.float64(weight32) * (end32 - start32) + start32).astype(input.dtype)
+        coefficient = np.float64(weight32 - np.float32(1))
+        return (coefficient * (end32 - start32) + end32).astype(input.dtype)
+    weight32 = weight.astype(np.float32, copy=False)
     small = np.abs(weight32) < 0.5
     coefficient = np.where(small, weight32, weight32 - np.float32(1)).astype(np.float64)
     base = np.where(small, start32, end32)
