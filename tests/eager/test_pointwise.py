@@ -414,6 +414,12 @@ def test_errors_keep_pytorch_texts():
     with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor, but "
                                            "got a tensor with dtype Long"):
         jg.where(jg.tensor([1, 0]), t, t)
+    with pytest.warns(UserWarning, match="where received a uint8 condition tensor"):
+        out = jg.where(jg.tensor([1, 0], dtype=jg.uint8), t, t * 10)
+    assert out.tolist() == [1.0, 20.0]
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not "
+                                           "supported"):
+        _ = -jg.tensor([True])
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
         jg.clamp(t)
     with pytest.raises(RuntimeError, match="div expected rounding_mode to be one of None, "

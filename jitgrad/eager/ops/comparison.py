@@ -10,6 +10,7 @@ the gradient (0 * inf upstream), as in PyTorch.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -278,12 +279,19 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     branch's backward still reaches the input (as PyTorch); guard the input with an
     inner where, e.g. where(x > 0, log(where(x > 0, x, 1)), 0).
     With only `condition`, returns `nonzero(condition, as_tuple=True)`.
-    Raises RuntimeError when condition is not bool.
+    Raises RuntimeError when condition is not bool (uint8 is accepted with PyTorch's
+    deprecation warning).
     """
     condition = as_tensor(condition)
     if input is None and other is None:
         return tuple(Tensor._make(i) for i in np.nonzero(condition._data))
     mask = condition._data
+    if mask.dtype == np.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version of PyTorch. Use a boolean condition "
+                      "instead.", UserWarning, stacklevel=2)
+        mask = mask.astype(np.bool_)
+        condition = Tensor._make(mask)
     if mask.dtype != np.bool_:
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "

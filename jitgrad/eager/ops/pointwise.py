@@ -428,9 +428,9 @@ NAN_TO_NUM = register("nan_to_num", np.nan_to_num, _nan_to_num_backward, inputs=
 
 
 def neg(input: Tensor) -> Tensor:
-    """-input. Raises TypeError for bool tensors (as PyTorch, use logical_not)."""
+    """-input. Raises RuntimeError for bool tensors (as PyTorch, use logical_not)."""
     if isinstance(input, Tensor) and input._data.dtype.kind == "b":
-        raise TypeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                         "are trying to invert a mask, use the `~` or `logical_not()` operator "
                         "instead.")
     return unary(NEG, input)
