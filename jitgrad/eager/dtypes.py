@@ -111,7 +111,7 @@ def to_dtype(d: object) -> dtype:
     if isinstance(d, str) and d in _BY_NAME:
         return _BY_NAME[d]
     if d is float:
-        return get_default_dtype()
+        return float64  # Python's float is a double, as in PyTorch (`dtype=float` is float64)
     if d is int:
         return int64
     if d is bool:

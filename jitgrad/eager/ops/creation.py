@@ -126,14 +126,14 @@ def _array_from_data(data: Any, dtype: Any) -> np.ndarray:
         array = np.array(data._data, copy=True)
     elif isinstance(data, np.ndarray):
         array = np.array(data, copy=True)
-        dtypes.from_numpy_dtype(array.dtype)  # raises for unsupported numpy dtypes
+        dtypes.check_supported(dtypes.from_numpy_dtype(array.dtype), "tensor")
     elif isinstance(data, (list, tuple)):
         array, inferred = _array_from_sequence(data)
+    elif isinstance(data, np.generic):  # before Python numbers: np.float64 is a float
+        array = np.array(data)
     elif isinstance(data, (bool, int, float)):
         array = np.array(data)
         inferred = dtypes.python_scalar_dtype(data)
-    elif isinstance(data, np.generic):
-        array = np.array(data)
     elif data is None:
         raise RuntimeError("Could not infer dtype of NoneType: jitgrad.tensor takes numbers, "
                            "nested lists of numbers, numpy arrays or Tensors")
@@ -179,7 +179,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with a numpy array (dtype kept). Raises TypeError otherwise."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    dtypes.from_numpy_dtype(array.dtype)
+    dtypes.check_supported(dtypes.from_numpy_dtype(array.dtype), "from_numpy")
     return Tensor._make(array)
 
 
@@ -298,17 +298,17 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     if end is None:
         start, end = 0, start
     values = [_number(v) for v in (start, end, step)]
-    if values[2] == 0:
-        raise RuntimeError("arange: step must be nonzero")
-    if (values[1] - values[0]) * values[2] < 0:
-        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
-                           f"(start={values[0]}, end={values[1]}, step={values[2]})")
     is_int = all(isinstance(v, (int, np.integer)) for v in values)
     np_dtype = _factory_dtype(dtype, dtypes.int64 if is_int else dtypes.get_default_dtype())
-    if np_dtype.kind in "iub":
-        array = np.arange(*(int(v) for v in values), dtype=np.int64)
-    else:
-        array = np.arange(*(float(v) for v in values), dtype=np.float64)
+    integral = np_dtype.kind in "iub"
+    values = [int(v) if integral else float(v) for v in values]
+    first, last, step = values
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (last - first) * step < 0:
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start={first}, end={last}, step={step})")
+    array = np.arange(first, last, step, dtype=np.int64 if integral else np.float64)
     return finish(array.astype(np_dtype, copy=False), requires_grad)
 
 
