@@ -28,12 +28,12 @@ from jitgrad.eager.tensor import Tensor, normalize_dim
 
 
 def _shifted(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
-    return x - np.amax(x, axis=dims, keepdims=True)
+    return x - np.maximum.reduce(x, axis=dims, keepdims=True)
 
 
 def _softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
     e = np.exp(_shifted(x, dims))
-    return e / np.sum(e, axis=dims, keepdims=True)
+    return e / np.add.reduce(e, axis=dims, keepdims=True)
 
 
 def _softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
@@ -42,7 +42,7 @@ def _softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
 
 def _log_softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
     shifted = _shifted(x, dims)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=dims, keepdims=True))
+    return shifted - np.log(np.add.reduce(np.exp(shifted), axis=dims, keepdims=True))
 
 
 def _log_softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
@@ -169,18 +169,20 @@ def _class_dim(ndim: int) -> int:
 def _nll_forward(log_probs: np.ndarray, target: np.ndarray, weight: np.ndarray | None,
                  ignore_index: int, reduction: str) -> np.ndarray:
     class_dim = _class_dim(log_probs.ndim)
-    ignored = target == ignore_index
-    safe = np.where(ignored, 0, target)
-    picked = np.take_along_axis(log_probs, np.expand_dims(safe, class_dim), class_dim)
-    picked = picked.squeeze(class_dim)
-    w = ~ignored if weight is None else weight[safe] * ~ignored
-    w = w.astype(log_probs.dtype)
+    kept = target != ignore_index
+    safe = target if kept.all() else np.where(kept, target, 0)
+    if log_probs.ndim == 2:  # (N, C): plain fancy indexing is 5x faster than take_along_axis
+        picked = log_probs[np.arange(len(safe)), safe]
+    else:
+        picked = np.take_along_axis(log_probs, np.expand_dims(safe, class_dim), class_dim)
+        picked = picked.squeeze(class_dim)
+    w = kept.astype(log_probs.dtype) if weight is None else weight[safe] * kept
     loss = -picked * w
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return np.asarray(np.sum(loss))
-    return np.asarray(np.sum(loss) / np.sum(w))
+        return np.asarray(np.add.reduce(loss, axis=None))
+    return np.asarray(np.add.reduce(loss, axis=None) / np.add.reduce(w, axis=None))
 
 
 def _nll_backward(xp: Any, ctx: Any, g: Any, target: Any, weight: Any) -> tuple:
@@ -223,9 +225,10 @@ def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
                            f"{list(data.shape)} needs target shape {list(expected)}, got "
                            f"{list(labels.shape)}")
     n_classes = data.shape[class_dim]
-    bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
-    if bad.any():
-        raise IndexError(f"Target {int(labels[bad].flat[0])} is out of bounds.")
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
+        if bad.any():
+            raise IndexError(f"Target {int(labels[bad].flat[0])} is out of bounds.")
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
