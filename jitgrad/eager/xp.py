@@ -30,7 +30,6 @@ class NumpyNamespace:
     sin = staticmethod(np.sin)
     cos = staticmethod(np.cos)
     abs = staticmethod(np.abs)
-    sign = staticmethod(np.sign)
     erf = staticmethod(special.erf)
     maximum = staticmethod(np.maximum)
     minimum = staticmethod(np.minimum)
@@ -45,6 +44,11 @@ class NumpyNamespace:
             if isinstance(x, np.ndarray):
                 return out.astype(x.dtype, copy=False)
         return out
+
+    @staticmethod
+    def sign(x: Any) -> Any:
+        x = np.asarray(x)
+        return np.sign(x, out=np.zeros_like(x), where=x == x)  # sign(nan) = 0, as PyTorch
 
     @staticmethod
     def sigmoid(x: Any) -> Any:

@@ -129,6 +129,7 @@ def test_comparison_operators_with_foreign_objects_are_false():
 def test_abs_and_relu_have_zero_gradient_at_zero():
     assert _grads(jg.abs, [0.0, -2.0, 3.0])[0].tolist() == [0.0, -1.0, 1.0]
     assert _grads(jg.relu, [0.0, -2.0, 3.0])[0].tolist() == [0.0, 0.0, 1.0]
+    assert _grads(jg.abs, [NAN])[0].tolist() == [0.0]  # sign(nan) = 0 in the backward too
 
 
 def test_sign_of_nan_is_zero_and_rounding_ops_have_zero_gradients_that_require_grad():
