@@ -535,18 +535,22 @@ def reciprocal(input: Tensor) -> Tensor:
 
 
 def sin(input: Tensor) -> Tensor:
+    """Sine (radians); integers give the default float dtype."""
     return unary(SIN, input, to_float=True)
 
 
 def cos(input: Tensor) -> Tensor:
+    """Cosine (radians); integers give the default float dtype."""
     return unary(COS, input, to_float=True)
 
 
 def tan(input: Tensor) -> Tensor:
+    """Tangent (radians); tan'(x) = 1 + tan(x)^2 from the saved output."""
     return unary(TAN, input, to_float=True)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent; saves its output (saturated inputs get gradient exactly 0)."""
     return unary(TANH, input, to_float=True)
 
 
