@@ -91,6 +91,7 @@ class OpCase:
 def _families() -> list[OpCase]:
     from tests.eager import (
         cases_core,
+        cases_creation,
         cases_indexing,
         cases_linalg,
         cases_nn_functional,
@@ -101,7 +102,7 @@ def _families() -> list[OpCase]:
 
     cases: list[OpCase] = []
     for module in (cases_core, cases_pointwise, cases_reduction, cases_linalg, cases_shape,
-                   cases_indexing, cases_nn_functional):
+                   cases_indexing, cases_nn_functional, cases_creation):
         cases.extend(module.CASES)
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}

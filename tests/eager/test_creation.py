@@ -220,7 +220,10 @@ def test_factory_size_errors():
 def test_legacy_tensor_constructor():
     t = jg.Tensor([1, 2])
     assert t.dtype == jg.float32 and t.tolist() == [1.0, 2.0]
-    assert jg.Tensor(2, 3).shape == (2, 3)
+    assert jg.Tensor(2, 3).shape == (2, 3) and jg.Tensor(2).shape == (2,)
+    assert jg.Tensor(jg.Size([2, 3])).shape == (2, 3)
+    assert jg.Tensor((2, 3)).tolist() == [2.0, 3.0]
+    assert jg.Tensor().shape == (0,)
 
 
 def test_is_tensor_numel_and_size_argument_forms():

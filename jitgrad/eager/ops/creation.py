@@ -20,7 +20,7 @@ import numpy as np
 from jitgrad.eager import dtypes
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor, device
+from jitgrad.eager.tensor import Size, Tensor, device
 
 ERR_INT_REQUIRES_GRAD = ("Only Tensors of floating point and complex dtype can require "
                          "gradients (got {dtype}); create a float tensor, e.g. "
@@ -184,8 +184,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def legacy_tensor_constructor(cls: type, *args: Any, **kwargs: Any) -> Tensor:
-    """`jitgrad.Tensor(data)` or `jitgrad.Tensor(2, 3)` (uninitialized float32), as PyTorch's."""
-    if len(args) == 1 and not isinstance(args[0], int):
+    """`jitgrad.Tensor(data)` or `jitgrad.Tensor(2, 3)` (uninitialized float32), as PyTorch's.
+
+    A `jitgrad.Size` argument is a shape; `jitgrad.Tensor()` is empty with shape (0,).
+    """
+    if not args:
+        t = empty(0)
+    elif len(args) == 1 and not isinstance(args[0], (int, Size)):
         t = tensor(args[0], dtype=dtypes.get_default_dtype())
     else:
         t = empty(*args)
