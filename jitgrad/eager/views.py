@@ -58,7 +58,11 @@ class ReplayStep:
 
 def make_view(source: Tensor, out: Tensor, op: OpDef, params: dict[str, Any],
               creation: str | None = None) -> Tensor:
-    """Mark `out` (just produced from `source` by view op `op`) as a view of source's base."""
+    """Mark `out` (just produced from `source` by view op `op`) as a view of source's base.
+
+    creation: the multi-output op that made `out` ("Split", "Unbind"), whose outputs
+    may not be modified in place; a view made under no_grad is "no_grad" regardless.
+    """
     step = ReplayStep(op, params, (source._data.shape, source._data.dtype))
     parent = source._view
     counter = source._version_counter()
@@ -68,9 +72,10 @@ def make_view(source: Tensor, out: Tensor, op: OpDef, params: dict[str, Any],
     else:
         base, replay = parent.base, parent.replay + (step,)
         base_creation = parent.creation
-    if creation is None:
-        creation = base_creation if base_creation != "default" else (
-            "default" if STATE.enabled else "no_grad")
+    if base_creation != "default":
+        creation = base_creation  # a view of a restricted view keeps the restriction
+    elif creation is None or not STATE.enabled:
+        creation = "default" if STATE.enabled else "no_grad"
     out._view = ViewInfo(base, replay, creation, counter.value)
     out._vc = counter
     return out
@@ -124,3 +129,62 @@ def refresh_view_grad_fn(t: Tensor) -> None:
     t._grad_fn = AsStridedBackward(view, edge, base)
     t._output_nr = 0
     t._requires_grad = True
+
+
+class CopySlices(Node):
+    """grad_fn of a base after an in-place op wrote through one of its views.
+
+    PyTorch's CopySlices (torch/csrc/autograd/functions/tensor.h): `fn` is the in-place
+    op's own node, whose input 0 is the view's old value. The base's gradient is the
+    incoming gradient `g` with the viewed region replaced by fn's gradient for that old
+    value; fn's other inputs (e.g. the value written by `x[i] = v`) get fn's gradients.
+    Shapes: g like the base -> (grad of the base, fn's grads for inputs 1..n).
+    """
+
+    __slots__ = ("view", "fn", "view_shape")
+
+    def __init__(self, base: Tensor, view: ViewInfo, view_shape: tuple[int, ...],
+                 fn: Node) -> None:
+        super().__init__()
+        self.view = view
+        self.fn = fn
+        self.view_shape = view_shape
+        self.next_edges = (gradient_edge(base),) + tuple(fn.next_edges[1:])
+        self.input_metadata = ((base._data.shape, base._data.dtype),) + tuple(
+            fn.input_metadata[1:])
+
+    def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
+        g = grad_outputs[0]
+        if create_graph:
+            return self._apply_by_masks(xp_namespaces.TENSOR, g, True)
+        result = np.array(g, copy=True)
+        region = replay_forward(self.view, result)
+        if not np.may_share_memory(region, result):  # a reshape step had to copy
+            return self._apply_by_masks(xp_namespaces.NUMPY, g, False)
+        grads = self.fn.apply([np.array(region, copy=True)], False)
+        region[...] = 0 if grads[0] is None else self._fit(xp_namespaces.NUMPY, grads[0])
+        return (result,) + tuple(grads[1:])
+
+    def _apply_by_masks(self, xp: Any, g: Any, create_graph: bool) -> tuple[Any, ...]:
+        """The same result without writing into a buffer: g outside the region + fn's grad."""
+        grads = self.fn.apply([replay_forward(self.view, g)], create_graph)
+        ones = np.ones(self.view_shape, dtype=self.input_metadata[0][1])
+        outside = replay_backward(self.view, xp_namespaces.NUMPY, ones) == 0
+        base_grad = g * outside
+        if grads[0] is not None:
+            base_grad = base_grad + replay_backward(self.view, xp, self._fit(xp, grads[0]))
+        return (base_grad,) + tuple(grads[1:])
+
+    def _fit(self, xp: Any, grad: Any) -> Any:
+        """fn's gradient for the old view value, at exactly the view's shape."""
+        shape = grad._data.shape if isinstance(grad, Tensor) else np.shape(grad)
+        target = self.view_shape
+        if shape == target:
+            return grad
+        if len(shape) <= len(target) and all(
+                s in (1, t) for s, t in zip(shape[::-1], target[::-1], strict=False)):
+            return xp.expand(grad, target)
+        return xp.sum_to(grad, target)
+
+    def release_variables(self) -> None:
+        self.fn.release_variables()

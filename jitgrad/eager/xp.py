@@ -116,8 +116,20 @@ class NumpyNamespace:
     def index_add_into(shape: tuple[int, ...], index: Any, values: Any) -> Any:
         """zeros(shape) with `values` added at `index`; duplicate indices accumulate."""
         out = np.zeros(shape, dtype=np.asarray(values).dtype)
-        np.add.at(out, index, values)
+        if isinstance(index, tuple) and all(
+                i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
+            out[index] = values  # each element selected once: a plain write is exact and faster
+        else:
+            np.add.at(out, index, values)
         return out
+
+    @staticmethod
+    def flip(x: Any, dims: tuple[int, ...]) -> Any:
+        return np.flip(x, dims)
+
+    @staticmethod
+    def roll(x: Any, shifts: tuple[int, ...], dims: tuple[int, ...] | None) -> Any:
+        return np.roll(x, shifts, axis=dims)
 
     @staticmethod
     def cat(arrays: list[Any], dim: int) -> Any:

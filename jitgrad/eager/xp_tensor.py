@@ -14,6 +14,8 @@ from jitgrad.eager.ops import (
     activation,
     comparison,
     creation,
+    indexing,
+    joining,
     linalg,
     pointwise,
     reduction,
@@ -40,6 +42,57 @@ matmul = linalg.matmul
 reshape = shape.reshape
 expand = shape.expand
 permute = shape.permute
+swapaxes = shape.transpose
+clone = shape.clone
+flip = joining.flip
+roll = joining.roll
+
+
+def cat(tensors: list[Tensor], dim: int) -> Tensor:
+    return joining.cat(tensors, dim)
+
+
+def _numpy_index(index: Any) -> Any:
+    """Index tensors inside an index become their arrays (indices carry no gradient)."""
+    if isinstance(index, Tensor):
+        return index._data
+    if isinstance(index, tuple):
+        return tuple(i._data if isinstance(i, Tensor) else i for i in index)
+    return index
+
+
+def getitem(x: Tensor, index: Any) -> Tensor:
+    return indexing.index_with(x, _numpy_index(index))
+
+
+def index_add_into(shape: tuple[int, ...], index: Any, values: Tensor) -> Tensor:
+    return indexing.index_add_into(shape, _numpy_index(index), values)
+
+
+def zeros(shape: tuple[int, ...], like: Any) -> Tensor:
+    return Tensor._make(np.zeros(shape, dtype=like._data.dtype))
+
+
+def zeros_like(x: Tensor) -> Tensor:
+    return Tensor._make(np.zeros_like(x._data))
+
+
+def ones_like(x: Tensor) -> Tensor:
+    return Tensor._make(np.ones_like(x._data))
+
+
+def sum_to(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a broadcast tensor down to `shape` (the engine's sum_to, recorded)."""
+    shape = tuple(shape)
+    have = x._data.shape
+    if have == shape:
+        return x
+    lead = len(have) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and have[lead + i] != 1)
+    if dims:
+        x = reduction.sum(x, dims, True)
+    return reshape(x, shape)
 
 
 def maximum(a: Any, b: Any) -> Tensor:

@@ -1,3 +1,128 @@
-"""Op cases (being written)."""
+"""Op cases for shape and view ops and the copying rearrangements (cat, stack, repeat,
+flip, roll, tril/triu, repeat_interleave): forward vs numpy, gradcheck in float64,
+including non-contiguous inputs and 0-d tensors where the op accepts them."""
 
-CASES: list = []
+import numpy as np
+
+import jitgrad as jg
+from tests.eager.op_table import Arg, OpCase
+
+A = Arg((3, 4))
+T = Arg((3, 4), layout="transposed")
+S = Arg((3, 4), layout="strided")
+B3 = Arg((2, 3, 4))
+SCALAR = Arg(())
+
+
+def _np_split(a, sizes, axis):
+    return np.split(a, np.cumsum(sizes)[:-1], axis=axis)
+
+
+def _repeat_ref(a, reps):
+    return np.tile(a.reshape((1,) * (len(reps) - a.ndim) + a.shape), reps)
+
+
+CASES = [
+    OpCase("transpose", lambda a: a.transpose(0, 2), lambda a: a.swapaxes(0, 2), (B3,)),
+    OpCase("transpose_negative_strided", lambda a: jg.transpose(a, -1, -2),
+           lambda a: a.swapaxes(-1, -2), (S,)),
+    OpCase("swapaxes", lambda a: jg.swapaxes(a, 0, 1), lambda a: a.swapaxes(0, 1), (T,)),
+    OpCase("t_2d", jg.t, lambda a: a.T, (A,)),
+    OpCase("t_1d", lambda a: a.t(), lambda a: a, (Arg((4,)),)),
+    OpCase("T_property", lambda a: a.T, lambda a: a.T, (T,)),
+    OpCase("mT_batched", lambda a: a.mT, lambda a: a.swapaxes(-1, -2), (B3,)),
+    OpCase("squeeze_all", jg.squeeze, np.squeeze, (Arg((3, 1, 4, 1)),)),
+    OpCase("squeeze_dim", lambda a: a.squeeze(1), lambda a: a.squeeze(1), (Arg((3, 1, 4)),)),
+    OpCase("squeeze_non_one_dim_noop", lambda a: a.squeeze(0), lambda a: a, (A,)),
+    OpCase("squeeze_tuple", lambda a: a.squeeze((0, -1)), lambda a: a.squeeze((0, 3)),
+           (Arg((1, 3, 4, 1)),)),
+    OpCase("squeeze_0d", jg.squeeze, lambda a: a, (SCALAR,)),
+    OpCase("unsqueeze", lambda a: a.unsqueeze(1), lambda a: a[:, None], (T,)),
+    OpCase("unsqueeze_negative", lambda a: jg.unsqueeze(a, -1), lambda a: a[..., None], (A,)),
+    OpCase("unsqueeze_0d", lambda a: a.unsqueeze(0), lambda a: a.reshape(1), (SCALAR,)),
+    OpCase("flatten", jg.flatten, lambda a: a.reshape(-1), (B3,)),
+    OpCase("flatten_range_transposed", lambda a: a.flatten(1, 2),
+           lambda a: a.reshape(a.shape[0], -1), (Arg((2, 3, 4), layout="transposed"),)),
+    OpCase("flatten_0d", jg.flatten, lambda a: a.reshape(1), (SCALAR,)),
+    OpCase("unflatten", lambda a: a.unflatten(1, (2, -1)), lambda a: a.reshape(3, 2, 2), (A,)),
+    OpCase("ravel_strided", jg.ravel, np.ravel, (S,)),
+    OpCase("view_as", lambda a, b: a.view_as(b), lambda a, b: a.reshape(b.shape),
+           (A, Arg((2, 6)))),
+    OpCase("reshape_as", lambda a, b: a.reshape_as(b), lambda a, b: a.reshape(b.shape),
+           (T, Arg((6, 2)))),
+    OpCase("movedim", lambda a: jg.movedim(a, 0, -1), lambda a: np.moveaxis(a, 0, -1), (B3,)),
+    OpCase("movedim_tuple", lambda a: a.movedim((0, 1), (2, 0)),
+           lambda a: np.moveaxis(a, (0, 1), (2, 0)), (B3,)),
+    OpCase("expand_as", lambda a, b: a.expand_as(b), lambda a, b: np.broadcast_to(a, b.shape),
+           (Arg((3, 1)), A)),
+    OpCase("expand_keep_dim", lambda a: a.expand(2, -1, 4), lambda a: np.broadcast_to(a, (2, 3, 4)),
+           (Arg((3, 1)),)),
+    OpCase("broadcast_to_0d", lambda a: jg.broadcast_to(a, (2, 3)),
+           lambda a: np.broadcast_to(a, (2, 3)), (SCALAR,)),
+    OpCase("broadcast_tensors", jg.broadcast_tensors, np.broadcast_arrays,
+           (Arg((3, 1)), Arg((4,)))),
+    OpCase("narrow", lambda a: a.narrow(1, 1, 2), lambda a: a[:, 1:3], (A,)),
+    OpCase("narrow_negative_start_transposed", lambda a: jg.narrow(a, 0, -2, 2), lambda a: a[-2:],
+           (T,)),
+    OpCase("select", lambda a: a.select(1, -1), lambda a: a[:, -1], (B3,)),
+    OpCase("select_1d_to_0d", lambda a: jg.select(a, 0, 2), lambda a: a[2], (Arg((4,)),)),
+    OpCase("diagonal", jg.diagonal, np.diagonal, (Arg((4, 4)),)),
+    OpCase("diagonal_offset", lambda a: a.diagonal(1), lambda a: np.diagonal(a, 1), (A,)),
+    OpCase("diagonal_negative_offset_dims", lambda a: a.diagonal(-1, 0, 2),
+           lambda a: np.diagonal(a, -1, 0, 2), (Arg((3, 2, 4)),)),
+    OpCase("diagonal_adjacent_dims", lambda a: a.diagonal(0, 1, 2),
+           lambda a: np.diagonal(a, 0, 1, 2), (Arg((2, 3, 3), layout="strided"),)),
+    OpCase("split_size", lambda a: jg.split(a, 2, 1), lambda a: _np_split(a, [2, 2], 1),
+           (A,)),
+    OpCase("split_uneven", lambda a: a.split(2), lambda a: _np_split(a, [2, 1], 0), (T,)),
+    OpCase("split_sizes", lambda a: a.split([1, 3], dim=-1), lambda a: _np_split(a, [1, 3], -1),
+           (B3,)),
+    OpCase("split_one_piece_used", lambda a: a.split(2)[1] * 2, lambda a: a[2:] * 2, (A,)),
+    OpCase("chunk", lambda a: a.chunk(2, 1), lambda a: _np_split(a, [2, 2], 1), (A,)),
+    OpCase("chunk_fewer_pieces", lambda a: jg.chunk(a, 4), lambda a: _np_split(a, [2, 2, 1], 0),
+           (Arg((5, 2)),)),
+    OpCase("unbind", jg.unbind, lambda a: list(a), (A,)),
+    OpCase("unbind_dim_strided", lambda a: a.unbind(1), lambda a: list(np.moveaxis(a, 1, 0)),
+           (S,)),
+    OpCase("unbind_partial_use", lambda a: a.unbind(0)[1].exp(), lambda a: np.exp(a[1]), (A,)),
+    OpCase("clone", jg.clone, np.copy, (T,)),
+    OpCase("clone_0d", lambda a: a.clone(), np.copy, (SCALAR,)),
+    OpCase("contiguous", lambda a: a.contiguous(), np.ascontiguousarray, (S,)),
+    OpCase("cat", lambda a, b: jg.cat([a, b], 1), lambda a, b: np.concatenate([a, b], 1),
+           (A, Arg((3, 2)))),
+    OpCase("cat_three_noncontiguous", lambda a, b, c: jg.cat((a, b, c)),
+           lambda a, b, c: np.concatenate([a, b, c]), (T, S, Arg((1, 4)))),
+    OpCase("cat_skips_empty_1d", lambda a, e: jg.concat([a, e, a], dim=-1),
+           lambda a, e: np.concatenate([a, a], -1), (A, Arg((0,)))),
+    OpCase("concatenate_axis", lambda a, b: jg.concatenate([a, b], axis=0),
+           lambda a, b: np.concatenate([a, b], 0), (Arg((2,)), Arg((3,)))),
+    OpCase("stack", lambda a, b: jg.stack([a, b]), lambda a, b: np.stack([a, b]), (A, T)),
+    OpCase("stack_last_dim", lambda a, b: jg.stack([a, b], -1),
+           lambda a, b: np.stack([a, b], -1), (A, S)),
+    OpCase("stack_0d", lambda a, b: jg.stack([a, b]), lambda a, b: np.stack([a, b]),
+           (SCALAR, SCALAR)),
+    OpCase("hstack", lambda a, b: jg.hstack([a, b]), lambda a, b: np.hstack([a, b]),
+           (A, Arg((3, 2)))),
+    OpCase("vstack", lambda a, b: jg.vstack([a, b]), lambda a, b: np.vstack([a, b]),
+           (Arg((4,)), A)),
+    OpCase("repeat", lambda a: a.repeat(2, 3), lambda a: _repeat_ref(a, (2, 3)), (A,)),
+    OpCase("repeat_new_dims_transposed", lambda a: a.repeat(2, 1, 2),
+           lambda a: _repeat_ref(a, (2, 1, 2)), (T,)),
+    OpCase("repeat_0d", lambda a: a.repeat(3), lambda a: _repeat_ref(a, (3,)), (SCALAR,)),
+    OpCase("tile", lambda a: jg.tile(a, (2,)), lambda a: np.tile(a, 2), (A,)),
+    OpCase("flip", lambda a: a.flip(0), lambda a: np.flip(a, 0), (A,)),
+    OpCase("flip_dims_strided", lambda a: jg.flip(a, (0, -1)), lambda a: np.flip(a, (0, 1)),
+           (S,)),
+    OpCase("roll", lambda a: a.roll(1, 1), lambda a: np.roll(a, 1, 1), (A,)),
+    OpCase("roll_flat", lambda a: jg.roll(a, -2), lambda a: np.roll(a, -2), (T,)),
+    OpCase("roll_dims", lambda a: a.roll((1, -1), (0, 2)), lambda a: np.roll(a, (1, -1), (0, 2)),
+           (B3,)),
+    OpCase("tril", jg.tril, np.tril, (A,)),
+    OpCase("tril_offset_batched", lambda a: a.tril(-1), lambda a: np.tril(a, -1), (B3,)),
+    OpCase("triu", lambda a: jg.triu(a, 1), lambda a: np.triu(a, 1), (T,)),
+    OpCase("repeat_interleave", lambda a: a.repeat_interleave(2),
+           lambda a: np.repeat(a, 2), (A,)),
+    OpCase("repeat_interleave_dim_counts",
+           lambda a: jg.repeat_interleave(a, jg.tensor([1, 0, 3]), dim=0),
+           lambda a: np.repeat(a, [1, 0, 3], axis=0), (T,)),
+]

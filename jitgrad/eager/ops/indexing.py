@@ -1,7 +1,521 @@
-"""(being written)"""
+"""Indexing: `Tensor.__getitem__` and the index-based ops (gather, scatter, index_select,
+index_add, index_put, masked_select, take_along_dim, nonzero).
 
+Note [Basic then advanced]: PyTorch applies an index in two stages, and so does jitgrad.
+Ints, slices, None and `...` give a *view* (`getitem` op + `views.make_view`); integer
+and boolean tensors (or lists) are kept, one per dim they index, and applied afterwards
+to that view by one advanced-indexing op that copies (`index` op). The two stages matter
+where numpy differs: `x[0, :, [1, 2]]` on a (5, 6, 7) tensor is (6, 2) in PyTorch (the
+int selects first) but (2, 6) in numpy (ints count as advanced indices). After the first
+stage only arrays and full slices remain, where numpy's placement rule (adjacent index
+arrays stay in place, separated ones go first) is PyTorch's. Boolean masks become the
+arrays of their nonzero positions, as in both libraries.
+
+Backward of every indexing op is an index-add into zeros (`xp.index_add_into`, numpy's
+`add.at`), so duplicate indices accumulate (`x[[0, 0, 2, 0]]` -> grad [3, 0, 1],
+research/eager_autograd.md §4 case 16).
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
 from typing import Any
 
-__all__: list[str] = []
+import numpy as np
 
-METHODS: dict[str, Any] = {}
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.shape import along
+from jitgrad.eager.tensor import Tensor, normalize_dim
+from jitgrad.eager.views import make_view
+
+ERR_0D = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+          "C++ to convert a 0-dim tensor to a number")
+ERR_TYPES = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+             "valid indices (got {})")
+
+
+# ----- parsing an index ----------------------------------------------------------------
+
+def _index_array(obj: Any) -> np.ndarray:
+    """An index given as Tensor/ndarray/list/tuple, as an int or bool numpy array."""
+    if isinstance(obj, Tensor):
+        array = obj._data
+    else:
+        array = np.asarray(obj)
+        if array.dtype.kind == "f" and array.size == 0:
+            array = array.astype(np.int64)  # `x[[]]` selects nothing
+    kind = array.dtype.kind
+    if kind == "u" and array.dtype.itemsize == 1:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=4)
+        return array.astype(np.bool_)
+    if kind not in "iub":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors "
+                         f"(got dtype {array.dtype})")
+    return array
+
+
+def _classify(obj: Any) -> tuple[str, Any]:
+    """(kind, value) of one index element: int, slice, none, ellipsis, bool, array, mask."""
+    if obj is None:
+        return "none", None
+    if obj is Ellipsis:
+        return "ellipsis", None
+    if isinstance(obj, slice):
+        return "slice", obj
+    if isinstance(obj, (bool, np.bool_)):
+        return "bool", bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return "int", int(obj)
+    if isinstance(obj, (Tensor, np.ndarray, list, tuple)):
+        array = _index_array(obj)
+        if array.ndim == 0:
+            return ("bool", bool(array)) if array.dtype.kind == "b" else ("int", int(array))
+        return ("mask", array) if array.dtype.kind == "b" else ("array", array)
+    raise IndexError(ERR_TYPES.format(type(obj).__name__))
+
+
+def _as_tuple(index: Any) -> tuple:
+    """PyTorch's rule for a list index: short lists holding sequences, tensors, slices, None
+    or `...` are a tuple of indices (legacy numpy); other lists are one array index."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(x, (list, tuple, Tensor, np.ndarray, slice)) or x is None or x is Ellipsis
+            for x in index):
+        return tuple(index)
+    return (index,)
+
+
+def _check_slice(s: slice) -> slice:
+    step = s.step
+    if step is not None:
+        step = operator.index(step)
+        if step <= 0:
+            raise ValueError(f"step must be greater than zero (got {step}); flip() reverses a "
+                             "tensor")
+    start = None if s.start is None else operator.index(s.start)
+    stop = None if s.stop is None else operator.index(s.stop)
+    return slice(start, stop, step)
+
+
+def _checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:
+    """An int index array for a dim of `size`: bounds checked, negatives wrapped, own copy."""
+    array = np.array(array, dtype=np.int64)
+    if array.size:
+        low, high = array.min(), array.max()
+        if high >= size or low < -size:
+            bad = high if high >= size else low
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+        if low < 0:
+            array[array < 0] += size
+    return array
+
+
+def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple | None]:
+    """Split a PyTorch index into its two stages (see Note [Basic then advanced]).
+
+    Returns (basic, advanced): basic is a tuple of ints, slices and None (then one
+    trailing Ellipsis) giving a numpy view, or None when it would keep everything and
+    advanced follows;
+    advanced is a tuple of int arrays and full slices for the basic result, or None.
+    Raises IndexError (out of range, too many indices, bad types, mask shape) or
+    ValueError (negative slice step) like PyTorch.
+    """
+    items = [_classify(obj) for obj in _as_tuple(index)]
+    ndim = len(shape)
+    consumed = 0
+    ellipses = 0
+    for kind, value in items:
+        if kind in ("int", "slice", "array"):
+            consumed += 1
+        elif kind == "mask":
+            consumed += value.ndim
+        elif kind == "ellipsis":
+            ellipses += 1
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        if ndim == 0 and items[0][0] == "int":
+            raise IndexError(ERR_0D)
+        raise IndexError(f"too many indices for tensor of dimension {ndim} (got {consumed} "
+                         f"indices for shape {list(shape)})")
+    basic: list[Any] = []
+    advanced: dict[int, np.ndarray] = {}
+    in_dim = out_dim = 0
+    keeps_all = True
+    for kind, value in items:
+        if kind == "int":
+            size = shape[in_dim]
+            if not -size <= value < size:
+                raise IndexError(f"index {value} is out of bounds for dimension {in_dim} with "
+                                 f"size {size}")
+            basic.append(value)
+            in_dim += 1
+            keeps_all = False
+        elif kind == "slice":
+            value = _check_slice(value)
+            basic.append(value)
+            keeps_all = keeps_all and value.start is None and value.stop is None \
+                and value.step in (None, 1)
+            in_dim += 1
+            out_dim += 1
+        elif kind == "none" or kind == "bool":
+            basic.append(None)
+            if kind == "bool":  # PyTorch: unsqueeze, then take all (True) or nothing (False)
+                advanced[out_dim] = np.zeros(1 if value else 0, dtype=np.int64)
+            out_dim += 1
+            keeps_all = False
+        elif kind == "ellipsis":
+            count = ndim - consumed
+            basic.extend([slice(None)] * count)
+            in_dim += count
+            out_dim += count
+        elif kind == "array":
+            advanced[out_dim] = _checked_array(value, in_dim, shape[in_dim])
+            basic.append(slice(None))
+            in_dim += 1
+            out_dim += 1
+        else:
+            _check_mask(value, shape, in_dim)
+            for j, positions in enumerate(np.nonzero(value)):
+                advanced[out_dim + j] = positions
+                basic.append(slice(None))
+            in_dim += value.ndim
+            out_dim += value.ndim
+    basic.append(Ellipsis)  # numpy returns a view (not a scalar) even when ints index every dim
+    if not advanced:
+        return tuple(basic), None
+    adv = tuple(advanced.get(d, slice(None)) for d in range(max(advanced) + 1))
+    return (None if keeps_all else tuple(basic)), adv
+
+
+def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
+    for j, size in enumerate(mask.shape):
+        if size != shape[dim + j]:
+            raise IndexError(f"The shape of the mask {list(mask.shape)} at index {j} does not "
+                             f"match the shape of the indexed tensor {list(shape)} at index "
+                             f"{dim + j}")
+
+
+# ----- ops ---------------------------------------------------------------------------
+
+def _index_forward(x: np.ndarray, index: tuple) -> np.ndarray:
+    return x[index]
+
+
+def _index_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    return (xp.index_add_into(ctx.input_metadata[0][0], ctx.params["index"], g),)
+
+
+def _index_add_into_forward(values: np.ndarray, shape: tuple[int, ...], index: tuple) -> np.ndarray:
+    out = np.zeros(shape, dtype=values.dtype)
+    np.add.at(out, index, values)
+    return out
+
+
+def _index_add_into_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    return (xp.getitem(g, ctx.params["index"]),)
+
+
+def written_mask(shape: tuple[int, ...], index: tuple) -> np.ndarray:
+    """bool array of `shape`: True where `x[index] = ...` does not write."""
+    keep = np.ones(shape, dtype=np.bool_)
+    keep[index] = False
+    return keep
+
+
+def _put_forward(x: np.ndarray, values: Any, index: tuple, accumulate: bool) -> np.ndarray:
+    out = x.copy()
+    if accumulate:
+        np.add.at(out, index, values)
+    else:
+        out[index] = values
+    return out
+
+
+def _put_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    """x: g, with written positions zeroed unless accumulating; values: g at the positions
+    (every value gets its gradient even where a duplicate write overwrote it, as PyTorch)."""
+    need_x, need_values = ctx.needs_input_grad
+    shape = ctx.input_metadata[0][0]
+    index, accumulate = ctx.params["index"], ctx.params["accumulate"]
+    grad_x = grad_values = None
+    if need_x:
+        grad_x = g if accumulate else g * written_mask(shape, index)
+    if need_values:
+        grad_values = xp.getitem(g, index)
+    return grad_x, grad_values
+
+
+GETITEM = register("getitem", _index_forward, _index_backward,
+                   source="zeros with g written into the indexed region")
+INDEX = register("index", _index_forward, _index_backward,
+                 source="index-add g into zeros (duplicates accumulate)")
+INDEX_ADD_INTO = register("index_add_into", _index_add_into_forward, _index_add_into_backward,
+                          source="adjoint of indexing: index the gradient")
+INDEX_PUT = register("index_put", _put_forward, _put_backward,
+                     source="x: g with written positions zeroed (or g when accumulating); "
+                            "values: g indexed")
+GATHER = register("gather", _index_forward, _index_backward,
+                  source="scatter-add g into zeros")
+INDEX_SELECT = register("index_select", _index_forward, _index_backward,
+                        source="index-add g into zeros")
+MASKED_SELECT = register("masked_select", _index_forward, _index_backward,
+                         source="scatter g into zeros at the mask")
+SCATTER = register("scatter", _put_forward, _put_backward,
+                   source="self: g with written positions zeroed; src: gather(g)")
+SCATTER_ADD = register("scatter_add", _put_forward, _put_backward,
+                       source="self: g; src: gather(g)")
+INDEX_ADD = register("index_add", _put_forward, _put_backward,
+                     source="self: g; source: index_select(g)")
+NONZERO = register("nonzero", lambda x: np.argwhere(x))
+
+
+def _broadcast_error(err: IndexError, arrays: tuple) -> IndexError:
+    shapes = ", ".join(str(list(a.shape)) for a in arrays if isinstance(a, np.ndarray))
+    return IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
+                      f"shapes {shapes}") if "broadcast" in str(err) else err
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    """`input[index]` with PyTorch's semantics (see Note [Basic then advanced]).
+
+    Ints, slices (step > 0), None and `...` give a view; integer/boolean tensors or lists
+    give a copy whose gradient accumulates over duplicate indices.
+    Raises IndexError (out of bounds, too many indices, mask shape) or ValueError
+    (slice step <= 0).
+    """
+    basic, advanced = parse_index(input._data.shape, index)
+    out = input
+    if basic is not None:
+        params = {"index": basic}
+        out = make_view(input, apply_op(GETITEM, (input,), (input._data,), params), GETITEM, params)
+    if advanced is not None:
+        try:
+            out = apply_op(INDEX, (out,), (out._data,), {"index": advanced})
+        except IndexError as err:
+            raise _broadcast_error(err, advanced) from None
+    return out
+
+
+def index_with(x: Tensor, index: tuple) -> Tensor:
+    """`x[index]` for an already-normalized numpy index (backward formulas' `xp.getitem`)."""
+    return apply_op(INDEX, (x,), (x._data,), {"index": index})
+
+
+def index_add_into(shape: tuple[int, ...], index: tuple, values: Tensor) -> Tensor:
+    """zeros(shape) with `values` added at `index` (duplicates accumulate); differentiable."""
+    params = {"shape": tuple(shape), "index": index}
+    return apply_op(INDEX_ADD_INTO, (values,), (values._data,), params)
+
+
+# ----- index_put -------------------------------------------------------------------------
+
+def put_index(shape: tuple[int, ...], indices: Any) -> tuple:
+    """The numpy index for `index_put(indices)`: one tensor (or None = all) per leading dim."""
+    if isinstance(indices, Tensor):
+        indices = (indices,)
+    items = tuple(slice(None) if i is None else i for i in indices)
+    basic, advanced = parse_index(shape, items)
+    assert basic is None or all(b == slice(None) or b is Ellipsis for b in basic), \
+        "index_put indices are tensors or None"
+    return advanced if advanced is not None else basic
+
+
+def _values(values: Any, x: Tensor) -> Any:
+    """A Python number stays one; anything else becomes a Tensor."""
+    if isinstance(values, (Tensor, bool, int, float)):
+        return values
+    from jitgrad.eager.ops.creation import tensor
+
+    return tensor(values, dtype=x.dtype)
+
+
+def put(op: Any, input: Tensor, index: tuple, values: Any, accumulate: bool) -> Tensor:
+    """Run a put-style op (index_put, scatter, index_add): a copy of input with values
+    written (or added) at `index`. Raises RuntimeError when values do not broadcast."""
+    values = _values(values, input)
+    data = input._data
+    if isinstance(values, Tensor):
+        target = np.broadcast_to(np.zeros((), np.bool_), data.shape)[index].shape
+        vshape = values._data.shape
+        trimmed = vshape[len(vshape) - len(target):] if len(vshape) > len(target) else vshape
+        leading = vshape[:len(vshape) - len(trimmed)]
+        if any(s != 1 for s in leading) or not _broadcasts(trimmed, target):
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
+                               f"broadcast to indexing result of shape {list(target)}")
+        arrays = (data, values._data.reshape(trimmed))
+    else:
+        arrays = (data, values)
+    return apply_op(op, (input, values), arrays, {"index": index, "accumulate": accumulate})
+
+
+def _broadcasts(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    return len(shape) <= len(target) and all(
+        s in (1, t) for s, t in zip(shape[::-1], target[::-1], strict=False))
+
+
+def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """A copy of input with `values` written (or added, with accumulate) at `indices`.
+
+    indices: a tuple with one int/bool tensor (or None) per leading dim. With duplicate
+    indices and accumulate=False one of the writes wins; every value still gets gradient.
+    """
+    return put(INDEX_PUT, input, put_index(input._data.shape, indices), values, accumulate)
+
+
+# ----- gather / scatter ------------------------------------------------------------------
+
+def _dim_index(index: Tensor, input: Tensor, dim: int, name: str) -> tuple:
+    """The advanced numpy index of `name(input, dim, index)`: arange in every dim but `dim`."""
+    idx = index._data
+    if idx.dtype != np.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index (got {index.dtype})")
+    shape = input._data.shape
+    if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor "
+                           f"(index shape {list(idx.shape)}, input shape {list(shape)})")
+    idx = idx.reshape(idx.shape + (1,) * (len(shape) - idx.ndim)) if idx.ndim < len(shape) else idx
+    for d, (i, s) in enumerate(zip(idx.shape, shape, strict=True)):
+        if d != dim and i > s:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                               f"{list(idx.shape)} to be smaller than self {list(shape)} apart "
+                               f"from dimension {dim}")
+    size = shape[dim] if shape else 1
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        bad = idx.max() if idx.max() >= size else idx.min()
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    idx = np.where(idx < 0, idx + size, idx)
+    return tuple(idx if d == dim else np.arange(n).reshape((-1,) + (1,) * (len(shape) - d - 1))
+                 for d, n in enumerate(idx.shape))
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """out[i][j] = input[index[i][j]][j] for dim 0 (any rank); out has index's shape.
+
+    Raises RuntimeError for a non-int64 index, differing ranks, an index larger than the
+    input outside `dim`, or out-of-range values.
+    """
+    if input._data.ndim == 0:
+        return gather(input.reshape(1), 0, index.reshape(-1)).reshape(index._data.shape)
+    d = normalize_dim(dim, input._data.ndim)
+    params = {"index": _dim_index(index, input, d, "gather")}
+    return apply_op(GATHER, (input,), (input._data,), params)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """Values of input at `indices` along `dim` (flattened when None); other dims broadcast."""
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    d = normalize_dim(dim, input._data.ndim)
+    a, i = list(input._data.shape), list(indices._data.shape)
+    a[d] = i[d] = 1
+    common = np.broadcast_shapes(tuple(a), tuple(i))
+    target_x = common[:d] + (input._data.shape[d],) + common[d + 1:]
+    target_i = common[:d] + (indices._data.shape[d],) + common[d + 1:]
+    return gather(input.expand(target_x), d, indices.expand(target_i))
+
+
+def _scatter_like(op: Any, input: Tensor, dim: int, index: Tensor, src: Any,
+                  accumulate: bool, name: str) -> Tensor:
+    d = normalize_dim(dim, input._data.ndim)
+    target = _dim_index(index, input, d, name)
+    if isinstance(src, Tensor):
+        if src._data.ndim != index._data.ndim:
+            raise RuntimeError(f"{name}(): Expected src to have the same number of dimensions as "
+                               f"index (src shape {list(src.shape)}, index shape "
+                               f"{list(index.shape)})")
+        if src._data.shape != index._data.shape:
+            src = src[tuple(slice(0, n) for n in index._data.shape)]
+    return put(op, input, target, src, accumulate)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *,
+            value: Any = None) -> Tensor:
+    """A copy of input with src[i][j] written to [index[i][j]][j] (dim 0); src may be a number.
+
+    Duplicate targets: one write wins, every src element still gets gradient.
+    """
+    src = value if src is None else src
+    return _scatter_like(SCATTER, input, dim, index, src, False, "scatter")
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of input with src added at the positions `index` names along `dim`."""
+    return _scatter_like(SCATTER_ADD, input, dim, index, src, True, "scatter_add")
+
+
+def _dim_select_index(input: Tensor, dim: int, index: Tensor, name: str) -> tuple[int, np.ndarray]:
+    if input._data.ndim == 0:
+        raise IndexError(f"{name}(): cannot index a 0-dim tensor; reshape it to 1-D first")
+    d = normalize_dim(dim, input._data.ndim)
+    idx = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index (got {idx.dtype})")
+    if idx.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector (got shape "
+                         f"{list(idx.shape)})")
+    return d, _checked_array(idx.reshape(-1), d, input._data.shape[d])
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices of `input` at `index` (a vector) along `dim`; repeated indices repeat."""
+    d, idx = _dim_select_index(input, dim, index, "index_select")
+    return apply_op(INDEX_SELECT, (input,), (input._data,), {"index": along(d, idx)})
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """A copy of input with alpha * source[i] added to slice index[i] along `dim` (duplicates add).
+
+    Raises RuntimeError unless source has input's shape with dim `dim` of len(index).
+    """
+    d, idx = _dim_select_index(input, dim, index, "index_add")
+    expected = list(input._data.shape)
+    expected[d] = idx.shape[0]
+    if list(source._data.shape) != expected:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
+    if alpha != 1:
+        source = source * alpha
+    return put(INDEX_ADD, input, along(d, idx), source, True)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The 1-D tensor of input's elements where `mask` (bool, broadcast with input) is True."""
+    m = mask._data
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask (got {mask.dtype})")
+    shape = np.broadcast_shapes(input._data.shape, m.shape)
+    x = input if input._data.shape == shape else input.expand(shape)
+    positions = np.nonzero(np.broadcast_to(m, shape))
+    return apply_op(MASKED_SELECT, (x,), (x._data,), {"index": positions})
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """Indices of nonzero elements: an int64 (n, ndim) tensor, or one 1-D tensor per dim."""
+    out = apply_op(NONZERO, (input,), (input._data,))
+    if not as_tuple:
+        return out
+    if input._data.ndim == 0:
+        return (Tensor._make(np.zeros(int(bool(input._data)), dtype=np.int64)),)
+    return tuple(Tensor._make(np.ascontiguousarray(out._data[:, d]))
+                 for d in range(input._data.ndim))
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """`nonzero(input)`: an int64 (n, ndim) tensor of the nonzero positions."""
+    return apply_op(NONZERO, (input,), (input._data,))
+
+
+__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put",
+           "masked_select", "take_along_dim", "nonzero", "argwhere"]
+
+METHODS = {
+    "__getitem__": getitem, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
+    "index_select": index_select, "index_add": index_add, "index_put": index_put,
+    "masked_select": masked_select, "take_along_dim": take_along_dim, "nonzero": nonzero,
+    "argwhere": argwhere,
+}

@@ -1,7 +1,346 @@
-"""(being written)"""
+"""In-place ops (`add_`, `mul_`, `relu_`, `copy_`, `x[i] = v`, `+=`, ...) and their autograd.
 
+Every in-place op runs through `apply_inplace`, PyTorch's recipe
+(torch/csrc/autograd/VariableTypeUtils.h, research/eager_autograd.md §1 rows 8-9, §2.0):
+1. compute the out-of-place result with the functional op, on an alias of the target
+   that carries the target's history;
+2. if that recorded a node (grad mode on and something requires grad), check the
+   forbidden cases (`check_inplace`: E7 leaf, E8 view of a leaf, E9 output of
+   split/unbind, E10 view made under no_grad);
+3. check the write: no expanded memory, same shape, castable dtype;
+4. write the result into the target's storage and bump the shared version counter;
+5. rebase history: a plain tensor's grad_fn becomes the op's node; for a view, the
+   base's grad_fn becomes `CopySlices` around that node, and the view's grad_fn is
+   regenerated on top of it (see jitgrad.eager.views).
+
+Note [Saving the old self]: when the op's node saved the target itself (mul_ saves self
+to give `other` its gradient), the saved value must be the value *before* the write.
+PyTorch clones the original self for such ops; we swap the saved alias for a copy.
+Other nodes that saved the alias share the target's version counter, so a stale value
+is reported by the usual "modified by an inplace operation" error rather than used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
 from typing import Any
 
-__all__: list[str] = []
+import numpy as np
 
-METHODS: dict[str, Any] = {}
+from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.node import SavedValues
+from jitgrad.eager.ops import indexing
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.shape import expanded_shape
+from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.views import CopySlices, make_view, refresh_view_grad_fn
+
+ERR_LEAF = ("a leaf Variable that requires grad is being used in an in-place operation. "
+            "Modify a clone (x = x.clone()) or do the update under jitgrad.no_grad().")
+ERR_VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation. Modify a clone (x = x.clone()) or do the update under "
+                    "jitgrad.no_grad().")
+ERR_MULTI_OUTPUT_VIEW = (
+    "Output {output_nr} of {creation} is a view and is being modified inplace. This view is the "
+    "output of a function that returns multiple views. Such functions do not allow the output "
+    "views to be modified inplace. You should replace the inplace operation by an out-of-place "
+    "one.")
+ERR_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block (if "
+    "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+ERR_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
+               "a single memory location. Please clone() the tensor before performing the "
+               "operation.")
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+# ----- checks ---------------------------------------------------------------------------
+
+def check_inplace(t: Tensor, requires_grad: bool | None = None) -> None:
+    """Raise PyTorch's error when `t` may not be written in place while grad mode is on.
+
+    requires_grad: whether the in-place result would require grad (default: whether `t`
+    does). Nothing is checked under no_grad (that is how optimizers update leaves).
+    Raises RuntimeError: E7 (leaf requiring grad), E8 (view of such a leaf), E9 (output
+    of split/chunk/unbind), E10 (view created under no_grad).
+    """
+    if not STATE.enabled or not (t._requires_grad if requires_grad is None else requires_grad):
+        return
+    view = t._view
+    if view is not None:
+        if view.creation == "no_grad":
+            raise RuntimeError(ERR_NO_GRAD_VIEW)
+        if view.creation != "default":
+            raise RuntimeError(ERR_MULTI_OUTPUT_VIEW.format(output_nr=t._output_nr,
+                                                            creation=view.creation))
+        base = view.base
+        if t._requires_grad and base._grad_fn is None and base._requires_grad:
+            raise RuntimeError(ERR_VIEW_OF_LEAF)
+    elif t._requires_grad and t._grad_fn is None:
+        raise RuntimeError(ERR_LEAF)
+
+
+def check_no_overlap(data: np.ndarray) -> None:
+    """Raise when several elements share memory (an expanded tensor), as PyTorch does."""
+    for size, stride in zip(data.shape, data.strides, strict=True):
+        if stride == 0 and size > 1:
+            raise RuntimeError(ERR_OVERLAP)
+
+
+def can_cast(source: np.dtype, target: np.dtype) -> bool:
+    """PyTorch's canCast: no float -> integer, nothing but bool -> bool."""
+    if source.kind == "f" and target.kind in "iub":
+        return False
+    return not (target.kind == "b" and source.kind != "b")
+
+
+def _check_result(target: Tensor, out: Tensor, check_dtype: bool) -> None:
+    data = target._data
+    check_no_overlap(data)
+    if out._data.shape != data.shape:
+        raise RuntimeError(f"output with shape {list(data.shape)} doesn't match the broadcast "
+                           f"shape {list(out._data.shape)}")
+    if check_dtype and not can_cast(out._data.dtype, data.dtype):
+        raise RuntimeError(
+            f"result type {_TYPE_NAMES[out._data.dtype.name]} can't be cast to the desired output "
+            f"type {_TYPE_NAMES[data.dtype.name]}; use the out-of-place op (x = x.op(...)) or "
+            "convert x first")
+
+
+# ----- the generic in-place path -------------------------------------------------------
+
+def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
+                  check_dtype: bool = True) -> Tensor:
+    """Write `compute(target)` into target's storage and rebase its history (module doc).
+
+    compute: the out-of-place op applied to an alias of `target`, e.g.
+    `lambda t: t.mul(2)`. check_dtype: require the result dtype to be castable into the
+    target's (arithmetic ops do; copy_ and fill_ cast anything).
+    Returns `target`.
+    """
+    if not STATE.enabled:
+        out = compute(target)
+        _check_result(target, out, check_dtype)
+        _write(target, out)
+        return target
+    view = target._view
+    history = target.grad_fn if view is not None else target._grad_fn  # refreshes a stale view
+    alias = Tensor._make(target._data, target._requires_grad, history, target._output_nr)
+    counter = alias._vc = target._version_counter()
+    out = compute(alias)
+    fn = out._grad_fn
+    if fn is None or out is alias or target._data.dtype.kind != "f":
+        _check_result(target, out, check_dtype)
+        _write(target, out)
+        return target
+    check_inplace(target, True)
+    _check_result(target, out, check_dtype)
+    _keep_old_value(fn, alias)
+    _write(target, out)
+    _track_saved_output(fn, out, counter)
+    if view is None:
+        target._grad_fn = fn
+        target._output_nr = out._output_nr
+        target._requires_grad = True
+        return target
+    base = view.base
+    copy_slices = CopySlices(base, view, target._data.shape, fn)
+    base._grad_fn = copy_slices
+    base._output_nr = 0
+    base._requires_grad = True
+    refresh_view_grad_fn(target)
+    return target
+
+
+def _write(target: Tensor, out: Tensor) -> None:
+    if out is not target:
+        target._data[...] = out._data
+    target._bump_version()
+
+
+def _keep_old_value(fn: Any, alias: Tensor) -> None:
+    """See Note [Saving the old self]."""
+    saved = getattr(fn, "saved", None)
+    if saved is None or not any(v is alias for v in saved.values):
+        return
+    old = Tensor._make(np.array(alias._data, copy=True), alias._requires_grad, alias._grad_fn,
+                       alias._output_nr)
+    counter = old._version_counter()
+    entries = zip(saved.values, saved.counters, saved.versions, strict=True)
+    fn.saved = SavedValues(*zip(*[(old, counter, 0) if v is alias else (v, c, n)
+                                  for v, c, n in entries], strict=True))
+
+
+def _track_saved_output(fn: Any, out: Tensor, counter: Any) -> None:
+    """A saved result now lives in the target: check it against the target's version."""
+    saved = getattr(fn, "saved", None)
+    own = out._vc
+    if saved is None or own is None or own not in saved.counters:
+        return
+    fn.saved = SavedValues(
+        saved.values,
+        tuple(counter if c is own else c for c in saved.counters),
+        tuple(counter.value if c is own else n for c, n in zip(saved.counters, saved.versions,
+                                                               strict=True)))
+
+
+# ----- copy_ / fill_ / zero_ ---------------------------------------------------------------
+
+def _copy_forward(x: np.ndarray, src: Any) -> np.ndarray:
+    out = np.empty_like(x)
+    out[...] = src
+    return out
+
+
+def _copy_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    need_x, need_src = ctx.needs_input_grad
+    return (xp.zeros_like(g) if need_x else None), (g if need_src else None)
+
+
+def _fill_forward(x: np.ndarray, value: Any) -> np.ndarray:
+    return np.full_like(x, value)
+
+
+COPY = register("copy", _copy_forward, _copy_backward,
+                source="self is overwritten (zero grad); src: g summed to its shape")
+FILL = register("fill", _fill_forward, _copy_backward,
+                source="self is overwritten (zero grad); value: sum of g")
+
+
+def _source(src: Any, target: Tensor) -> Any:
+    """`src` as the copy op's operand: a number, or a Tensor whose shape expands to target's."""
+    if isinstance(src, (bool, int, float)):
+        return src
+    if not isinstance(src, Tensor):
+        from jitgrad.eager.ops.creation import tensor
+
+        src = tensor(src, dtype=target.dtype)
+    shape = src._data.shape
+    lead = 0
+    while len(shape) - lead > target._data.ndim and shape[lead] == 1:
+        lead += 1  # PyTorch drops leading size-1 dims of the value (`x[0] = ones(1, 3)`)
+    expanded_shape(shape[lead:], target._data.shape)
+    return src.reshape(shape[lead:]) if lead else src
+
+
+def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy `src` (broadcast to self's shape, cast to self's dtype) into self.
+
+    Gradient: src gets g (summed over broadcast dims); self's old value gets zeros.
+    Raises RuntimeError when src does not expand to self's shape.
+    """
+    src = _source(src, self)
+    arrays_src = src._data if isinstance(src, Tensor) else src
+    return apply_inplace(self, lambda t: apply_op(COPY, (t, src), (t._data, arrays_src)),
+                         check_dtype=False)
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Set every element to `value` (a number or a 0-d tensor, which then gets sum(g))."""
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        operand: Any = value._data
+    else:
+        operand = value
+    return apply_inplace(self, lambda t: apply_op(FILL, (t, value), (t._data, operand)),
+                         check_dtype=False)
+
+
+def zero_(self: Tensor) -> Tensor:
+    """Set every element to zero."""
+    return fill_(self, 0)
+
+
+# ----- setitem and index ops ---------------------------------------------------------------
+
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """`self[index] = value`: a copy into the indexed region (basic index: through a view,
+    so a view's base gets CopySlices), or index_put for tensor/list/bool indices.
+
+    value: a number or tensor broadcast to the region; cast to self's dtype. Writing a
+    value that requires grad into a tensor that does not makes it require grad.
+    """
+    basic, advanced = indexing.parse_index(self._data.shape, index)
+    target = self
+    if basic is not None:
+        params = {"index": basic}
+        out = apply_op(indexing.GETITEM, (self,), (self._data,), params)
+        target = make_view(self, out, indexing.GETITEM, params)
+    if advanced is None:
+        copy_(target, value)
+    else:
+        apply_inplace(target, lambda t: indexing.put(indexing.INDEX_PUT, t, advanced, value, False),
+                      check_dtype=False)
+
+
+def index_put_(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """In-place `index_put`: write (or add) `values` at `indices` (one tensor per leading dim)."""
+    index = indexing.put_index(self._data.shape, indices)
+    return apply_inplace(self, lambda t: indexing.put(indexing.INDEX_PUT, t, index, values,
+                                                      accumulate))
+
+
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """In-place `index_add`: add alpha * source[i] into slice index[i] along `dim`."""
+    return apply_inplace(self, lambda t: indexing.index_add(t, dim, index, source, alpha=alpha))
+
+
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *,
+             value: Any = None) -> Tensor:
+    """In-place `scatter`: write src (tensor or number) at `index` along `dim`."""
+    return apply_inplace(self, lambda t: indexing.scatter(t, dim, index, src, value=value))
+
+
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """In-place `scatter_add`: add src at `index` along `dim`."""
+    return apply_inplace(self, lambda t: indexing.scatter_add(t, dim, index, src))
+
+
+# ----- pointwise in-place ops ----------------------------------------------------------------
+
+def _inplace_of(name: str) -> Callable[..., Tensor]:
+    """`x.<name>_(...)`: the functional `x.<name>(...)` written back into x."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return apply_inplace(self, lambda t: getattr(t, name)(*args, **kwargs))
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    method.__doc__ = f"In-place `{name}`: computes `self.{name}(...)` and writes it into self."
+    return method
+
+
+POINTWISE = ("add", "sub", "mul", "div", "pow", "clamp", "neg", "abs", "exp", "log", "sqrt",
+             "tanh", "sigmoid", "relu", "masked_fill")
+
+_ALIASES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
+            "negative": "neg", "clip": "clamp"}
+
+
+def _clamp_min(self: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's argument name
+    return apply_inplace(self, lambda t: t.clamp(min=min))
+
+
+def _clamp_max(self: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return apply_inplace(self, lambda t: t.clamp(max=max))
+
+
+METHODS: dict[str, Any] = {f"{name}_": _inplace_of(name) for name in POINTWISE}
+METHODS["clamp_min_"] = _clamp_min
+METHODS["clamp_max_"] = _clamp_max
+METHODS.update({f"{alias}_": METHODS[f"{name}_"] for alias, name in _ALIASES.items()})
+METHODS.update({
+    "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
+    "__itruediv__": METHODS["div_"], "__ipow__": METHODS["pow_"],
+    "copy_": copy_, "fill_": fill_, "zero_": zero_, "__setitem__": setitem,
+    "index_put_": index_put_, "index_add_": index_add_, "scatter_": scatter_,
+    "scatter_add_": scatter_add_,
+})
+
+__all__: list[str] = []
