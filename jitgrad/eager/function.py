@@ -109,15 +109,22 @@ class BackwardCFunction(Node, FunctionCtx):
             if self._freed:
                 raise RuntimeError(ERR_FREED)
             return tuple(self._to_save)  # inside forward/setup_context, nothing packed yet
-        saved.check(self, self._saved_output)
+        saved.check(self, self._modified_output)
         return tuple(self._saved_output(nr, i) if nr is not None else saved.values[i]
                      for i, nr in enumerate(self._saved_output_nrs))
 
-    def _saved_output(self, output_nr: int, index: int | None = None) -> Tensor:
-        """Rebuild a saved output as a Tensor whose grad_fn is this node."""
+    def _modified_output(self, _: int) -> Tensor:
+        """The saved output that `SavedValues.check` reports: the first whose version changed."""
+        saved = self._saved
+        assert saved is not None, "only called while saved values exist"
+        modified = [i for i, nr in enumerate(self._saved_output_nrs)
+                    if nr is not None and saved.counters[i].value != saved.versions[i]]
+        assert modified, "check() reports a modified saved output, so one exists"
+        return self._saved_output(self._saved_output_nrs[modified[0]], modified[0])
+
+    def _saved_output(self, output_nr: int, index: int) -> Tensor:
+        """Rebuild saved value `index` (output `output_nr`) as a Tensor with grad_fn = this node."""
         assert self._saved is not None, "only called while saved values exist"
-        if index is None:
-            index = self._saved_output_nrs.index(output_nr)
         if self._output_differentiable[output_nr]:
             out = Tensor._make(self._saved.values[index], True, self, output_nr)
         else:
