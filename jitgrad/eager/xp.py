@@ -47,8 +47,10 @@ class NumpyNamespace:
 
     @staticmethod
     def sign(x: Any) -> Any:
-        x = np.asarray(x)
-        return np.sign(x, out=np.zeros_like(x), where=x == x)  # sign(nan) = 0, as PyTorch
+        out = np.sign(x, out=np.empty_like(x))
+        if out.dtype.kind == "f":
+            out[np.isnan(out)] = 0  # sign(nan) = 0, as PyTorch
+        return out
 
     @staticmethod
     def sigmoid(x: Any) -> Any:

@@ -300,8 +300,10 @@ def _rounding(ufunc: Any) -> Any:
 def _sign_forward(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "b":
         return x.copy()
-    # sign(nan) = 0 in PyTorch (numpy gives nan): only non-NaN entries are computed
-    return np.sign(x, out=np.zeros_like(x), where=x == x)
+    out = np.sign(x, out=np.empty_like(x))  # out= keeps 0-d results arrays
+    if x.dtype.kind == "f":
+        out[np.isnan(out)] = 0  # sign(nan) = 0 in PyTorch (numpy gives nan)
+    return out
 
 
 def _round_forward(x: np.ndarray, decimals: int) -> np.ndarray:
