@@ -533,6 +533,9 @@ SECOND_ORDER = [
     ("where", lambda x: jg.where(x > 1.2, x * x, x.exp())),
     ("masked_fill", lambda x: (x * x).masked_fill(x > 1.2, 2.0) * x),
     ("nan_to_num", lambda x: jg.nan_to_num(x * x)),
+    ("round_sign_zero_grads", lambda x: (jg.round(x) + jg.sign(x) + jg.floor(x)) * x),
+    ("pow_zero", lambda x: x ** 0 * x),
+    ("div_floor", lambda x: jg.div(x * 3, 0.7, rounding_mode="floor") * x),
 ]
 
 
