@@ -16,7 +16,12 @@ import jitgrad as jg
 from jitgrad import nn
 from jitgrad.autograd import gradcheck
 from jitgrad.nn import functional as F  # noqa: N812
-from jitgrad.nn.utils import clip_grad_norm_, clip_grad_value_
+from jitgrad.nn.utils import (
+    clip_grad_norm_,
+    clip_grad_value_,
+    parameters_to_vector,
+    vector_to_parameters,
+)
 
 
 class Net(nn.Module):
@@ -631,3 +636,18 @@ def test_clip_grad_norm_nonfinite_error_and_clip_value():
     p.grad = jg.tensor([3.0, -4.0])
     assert clip_grad_value_([p], 2.0) is None
     np.testing.assert_array_equal(p.grad.numpy(), [2.0, -2.0])
+
+
+def test_parameters_to_vector_and_back():
+    layer = nn.Linear(2, 3)
+    vec = parameters_to_vector(layer.parameters())
+    expected = np.concatenate([layer.weight.detach().numpy().ravel(), layer.bias.detach().numpy()])
+    np.testing.assert_array_equal(vec.detach().numpy(), expected)
+    (vec * jg.arange(9.0)).sum().backward()  # differentiable, as torch.cat of views
+    np.testing.assert_array_equal(layer.bias.grad.numpy(), [6.0, 7.0, 8.0])
+    source = jg.arange(9.0)
+    vector_to_parameters(source, layer.parameters())
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), [[0, 1], [2, 3], [4, 5]])
+    assert layer.bias.data_ptr() == source.data_ptr() + 6 * 4  # a view into the vector
+    with pytest.raises(TypeError, match="expected jitgrad.Tensor, but got: list"):
+        vector_to_parameters([1.0], layer.parameters())

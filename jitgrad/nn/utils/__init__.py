@@ -1,5 +1,7 @@
-"""`jitgrad.nn.utils`: gradient clipping (as torch.nn.utils)."""
+"""`jitgrad.nn.utils`: gradient clipping and parameter/vector conversion (as torch.nn.utils)."""
 
 from jitgrad.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_, get_total_norm
+from jitgrad.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
+           "vector_to_parameters"]
