@@ -405,12 +405,18 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 # ----- in-place fills ------------------------------------------------------------------
 
 def _fill_(t: Tensor, values: np.ndarray) -> Tensor:
-    """Write `values` into `t` as an in-place op (PyTorch's checks, version bump)."""
+    """Write `values` into `t` as an in-place op: PyTorch's checks, then a version bump.
+
+    Raises RuntimeError as every in-place op does (leaf requiring grad, view of one, ...)
+    and for an expanded `t`.
+    """
+    from jitgrad.eager.ops.inplace import check_inplace, check_no_overlap
+
+    check_inplace(t)
+    check_no_overlap(t._data)
     if STATE.enabled and t._requires_grad:
-        if t.grad_fn is None:
-            raise RuntimeError(
-                "a leaf Variable that requires grad is being used in an in-place operation.")
-        # the new values do not depend on t's history: copy_ records that (zero gradient)
+        # the new values do not depend on t's old value: copy_ rebases t's history (and its
+        # view's base, if any) so that the old history gets a zero gradient
         return t.copy_(Tensor._make(values))
     t._data[...] = values
     t._bump_version()
