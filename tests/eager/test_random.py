@@ -285,3 +285,10 @@ def test_sampling_ops_have_zero_gradients():
     with jg.no_grad():
         assert jg.normal(mean, 1.0).grad_fn is None
     assert not jg.multinomial(p, 2).requires_grad
+
+
+def test_generator_device_is_the_cpu():
+    assert jg.Generator().device == jg.device("cpu")
+    assert jg.Generator(device="cpu").manual_seed(1).initial_seed() == 1
+    with pytest.raises(RuntimeError, match="jitgrad runs on the CPU only"):
+        jg.Generator(device="cuda")

@@ -25,7 +25,7 @@ from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops._binary import binary, unary
 from jitgrad.eager.ops.creation import check_device, finish, size_of
 from jitgrad.eager.ops.registry import TensorMeta, register
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import CPU, Tensor
 
 
 class Generator:
@@ -36,7 +36,7 @@ class Generator:
 
     def __init__(self, device: Any = "cpu") -> None:
         check_device(device)
-        self.device = "cpu"
+        self.device = CPU
         self._seed = 67280421310721  # PyTorch's default seed value, for familiarity
         self.np = np.random.Generator(np.random.PCG64(self._seed))
 
