@@ -228,10 +228,6 @@ class Function:
             "You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
-        raise NotImplementedError("setup_context is not implemented.")
-
-    @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
         raise NotImplementedError(
             "You must implement either the backward or vjp method for your custom "
@@ -246,10 +242,11 @@ class Function:
         """
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        setup_context = getattr(cls, "setup_context", None)
         with no_grad():
-            if cls.setup_context is not Function.setup_context:
+            if setup_context is not None:
                 output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
+                setup_context(ctx, args, output)
             else:
                 output = cls.forward(ctx, *args, **kwargs)
         is_tuple = isinstance(output, tuple)
