@@ -594,6 +594,15 @@ def test_cross_entropy_loss_options_match_torch():
     assert list(module.state_dict()) == ["weight"] and module.weight is weight
 
 
+
+def test_legacy_size_average_and_reduce_keep_positions_and_warn():
+    with pytest.warns(UserWarning, match="please use reduction='sum' instead"):
+        assert nn.MSELoss(size_average=False).reduction == "sum"
+    with pytest.warns(UserWarning, match="please use reduction='none' instead"):
+        assert nn.L1Loss(None, False).reduction == "none"
+    loss = nn.CrossEntropyLoss(None, None, -1)  # torch's positional order: weight, size_average,
+    assert loss.ignore_index == -1 and loss.reduction == "mean"  # ignore_index
+
 # ----- nn.utils ----------------------------------------------------------------------------
 
 def test_clip_grad_norm_measured_example():

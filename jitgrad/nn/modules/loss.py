@@ -1,26 +1,44 @@
 """Loss modules (torch.nn.MSELoss, CrossEntropyLoss, ...): options stored, math in `functional`.
 
-`reduction` is "mean" (default), "sum" or "none" everywhere. Class weights and
-`pos_weight` are registered as buffers, so they follow `.to(dtype)` and appear in
+`reduction` is "mean" (default), "sum" or "none" everywhere. The deprecated
+`size_average`/`reduce` arguments keep their positions (so positional calls written for
+PyTorch line up) and are translated into `reduction` with PyTorch's warning. Class weights
+and `pos_weight` are registered as buffers, so they follow `.to(dtype)` and appear in
 state_dict, as in PyTorch.
 """
 
 from __future__ import annotations
+
+import warnings
 
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn.modules.module import Module
 
 
+def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
+    """The `reduction` meant by the deprecated flags (both default to True); warns as PyTorch."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{reduction}' instead.", stacklevel=3)
+    return reduction
+
+
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, size_average: bool | None = None, reduce: bool | None = None,
+                 reduction: str = "mean") -> None:
         super().__init__()
+        if size_average is not None or reduce is not None:
+            reduction = _legacy_reduction(size_average, reduce)
         self.reduction = reduction
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
@@ -44,9 +62,10 @@ class NLLLoss(_WeightedLoss):
     "mean" divides by the summed weights of targets not equal to ignore_index.
     """
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
                  reduction: str = "mean") -> None:
-        super().__init__(weight, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
@@ -61,9 +80,10 @@ class CrossEntropyLoss(_WeightedLoss):
     label_smoothing e mixes in the uniform distribution: (1-e)*nll + e*mean_c(-log p_c).
     """
 
-    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 ignore_index: int = -100, reduce: bool | None = None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:
-        super().__init__(weight, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
@@ -80,9 +100,10 @@ class BCEWithLogitsLoss(_Loss):
     rescales the positive term.
     """
 
-    def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
+    def __init__(self, weight: Tensor | None = None, size_average: bool | None = None,
+                 reduce: bool | None = None, reduction: str = "mean",
                  pos_weight: Tensor | None = None) -> None:
-        super().__init__(reduction)
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
