@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.shape import along
 from jitgrad.eager.tensor import Tensor, normalize_dim
@@ -31,6 +32,11 @@ from jitgrad.eager.views import make_view
 
 ERR_0D = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
           "C++ to convert a 0-dim tensor to a number")
+WARN_SEQUENCE_INDEX = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+    "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
+    "a different result")
 ERR_TYPES = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
              "valid indices (got {})")
 
@@ -84,6 +90,7 @@ def _as_tuple(index: Any) -> tuple:
     if isinstance(index, list) and len(index) < 32 and any(
             isinstance(x, (list, tuple, Tensor, np.ndarray, slice)) or x is None or x is Ellipsis
             for x in index):
+        warnings.warn(WARN_SEQUENCE_INDEX, UserWarning, stacklevel=4)
         return tuple(index)
     return (index,)
 
@@ -101,7 +108,11 @@ def _check_slice(s: slice) -> slice:
 
 
 def _checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:
-    """An int index array for a dim of `size`: bounds checked, negatives wrapped, own copy."""
+    """An int index array for a dim of `size`: bounds checked, negatives wrapped, own copy.
+
+    dim: the number PyTorch names in its error (for `x[..., idx]`, the position of idx
+    among the index tensors).
+    """
     array = np.array(array, dtype=np.int64)
     if array.size:
         low, high = array.min(), array.max()
@@ -123,6 +134,9 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
     Raises IndexError (out of range, too many indices, bad types, mask shape) or
     ValueError (negative slice step) like PyTorch.
     """
+    basic = _simple_basic(shape, index)
+    if basic is not None:
+        return basic, None
     items = [_classify(obj) for obj in _as_tuple(index)]
     ndim = len(shape)
     consumed = 0
@@ -143,7 +157,7 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
                          f"indices for shape {list(shape)})")
     basic: list[Any] = []
     advanced: dict[int, np.ndarray] = {}
-    in_dim = out_dim = 0
+    in_dim = out_dim = tensors = 0
     keeps_all = True
     for kind, value in items:
         if kind == "int":
@@ -173,7 +187,8 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
             in_dim += count
             out_dim += count
         elif kind == "array":
-            advanced[out_dim] = _checked_array(value, in_dim, shape[in_dim])
+            advanced[out_dim] = _checked_array(value, tensors, shape[in_dim])
+            tensors += 1
             basic.append(slice(None))
             in_dim += 1
             out_dim += 1
@@ -182,6 +197,7 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
             for j, positions in enumerate(np.nonzero(value)):
                 advanced[out_dim + j] = positions
                 basic.append(slice(None))
+            tensors += value.ndim
             in_dim += value.ndim
             out_dim += value.ndim
     basic.append(Ellipsis)  # numpy returns a view (not a scalar) even when ints index every dim
@@ -189,6 +205,29 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
         return tuple(basic), None
     adv = tuple(advanced.get(d, slice(None)) for d in range(max(advanced) + 1))
     return (None if keeps_all else tuple(basic)), adv
+
+
+def _simple_basic(shape: tuple[int, ...], index: Any) -> tuple | None:
+    """The basic index for the common `x[i]`, `x[a:b]`, `x[i, j]`, `x[:, i]` (ints and
+    slices only, at most one per dim), or None for anything else."""
+    items = index if type(index) is tuple else (index,)
+    if len(items) > len(shape):
+        return None
+    basic = []
+    for dim, item in enumerate(items):
+        kind = type(item)
+        if kind is int:
+            size = shape[dim]
+            if not -size <= item < size:
+                raise IndexError(f"index {item} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+        elif kind is slice:
+            item = _check_slice(item)
+        else:
+            return None
+        basic.append(item)
+    basic.append(Ellipsis)
+    return tuple(basic)
 
 
 def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
@@ -333,23 +372,49 @@ def _values(values: Any, x: Tensor) -> Any:
     return tensor(values, dtype=x.dtype)
 
 
+def scalar_type_name(t: Tensor) -> str:
+    """PyTorch's name of a tensor's dtype in error messages: Float, Double, Long, ..."""
+    return tensor_type_name(t).removeprefix("jitgrad.").removesuffix("Tensor")
+
+
+_DTYPE_ERRORS = {
+    "index_put": "Index put requires the source and destination dtypes match, got {self} for "
+                 "the destination and {src} for the source.",
+    "scatter": "scatter(): Expected self.dtype to be equal to src.dtype (got {self} and {src})",
+    "scatter_add": "scatter(): Expected self.dtype to be equal to src.dtype (got {self} and {src})",
+    "index_add": "index_add_(): self ({self}) and source ({src}) must have the same scalar type",
+}
+
+
+def put_operand(op: Any, input: Tensor, index: tuple, values: Any) -> tuple[Any, Any]:
+    """The values of a put-style op as (operand, array for the forward).
+
+    Raises RuntimeError when a values tensor has another dtype than `input` or does not
+    broadcast to `input[index]`.
+    """
+    values = _values(values, input)
+    if not isinstance(values, Tensor):
+        return values, values
+    data = input._data
+    if values._data.dtype != data.dtype:
+        raise RuntimeError(_DTYPE_ERRORS[op.name].format(
+            self=scalar_type_name(input), src=scalar_type_name(values)))
+    target = np.broadcast_to(np.zeros((), np.bool_), data.shape)[index].shape
+    vshape = values._data.shape
+    trimmed = vshape[len(vshape) - len(target):] if len(vshape) > len(target) else vshape
+    leading = vshape[:len(vshape) - len(trimmed)]
+    if any(s != 1 for s in leading) or not _broadcasts(trimmed, target):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}")
+    return values, values._data.reshape(trimmed)
+
+
 def put(op: Any, input: Tensor, index: tuple, values: Any, accumulate: bool) -> Tensor:
     """Run a put-style op (index_put, scatter, index_add): a copy of input with values
-    written (or added) at `index`. Raises RuntimeError when values do not broadcast."""
-    values = _values(values, input)
-    data = input._data
-    if isinstance(values, Tensor):
-        target = np.broadcast_to(np.zeros((), np.bool_), data.shape)[index].shape
-        vshape = values._data.shape
-        trimmed = vshape[len(vshape) - len(target):] if len(vshape) > len(target) else vshape
-        leading = vshape[:len(vshape) - len(trimmed)]
-        if any(s != 1 for s in leading) or not _broadcasts(trimmed, target):
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
-                               f"broadcast to indexing result of shape {list(target)}")
-        arrays = (data, values._data.reshape(trimmed))
-    else:
-        arrays = (data, values)
-    return apply_op(op, (input, values), arrays, {"index": index, "accumulate": accumulate})
+    written (or added) at `index`. Raises RuntimeError as `put_operand`."""
+    values, array = put_operand(op, input, index, values)
+    return apply_op(op, (input, values), (input._data, array),
+                    {"index": index, "accumulate": accumulate})
 
 
 def _broadcasts(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
@@ -371,8 +436,8 @@ def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False
 def _dim_index(index: Tensor, input: Tensor, dim: int, name: str) -> tuple:
     """The advanced numpy index of `name(input, dim, index)`: arange in every dim but `dim`."""
     idx = index._data
-    if idx.dtype != np.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index (got {index.dtype})")
+    if idx.dtype.kind not in "iu" or idx.dtype.itemsize < 4:
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index (got {index.dtype})")
     shape = input._data.shape
     if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor "
@@ -381,7 +446,7 @@ def _dim_index(index: Tensor, input: Tensor, dim: int, name: str) -> tuple:
     for d, (i, s) in enumerate(zip(idx.shape, shape, strict=True)):
         if d != dim and i > s:
             raise RuntimeError(f"Size does not match at dimension {d} expected index "
-                               f"{list(idx.shape)} to be smaller than self {list(shape)} apart "
+                               f"{list(idx.shape)} to be no larger than self {list(shape)} apart "
                                f"from dimension {dim}")
     size = shape[dim] if shape else 1
     if idx.size and (idx.min() < -size or idx.max() >= size):
@@ -406,7 +471,13 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
-    """Values of input at `indices` along `dim` (flattened when None); other dims broadcast."""
+    """Values of input at `indices` along `dim` (flattened when None); other dims broadcast.
+
+    Raises RuntimeError for a non-int64 `indices`.
+    """
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{scalar_type_name(indices)}")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     d = normalize_dim(dim, input._data.ndim)
@@ -427,6 +498,10 @@ def _scatter_like(op: Any, input: Tensor, dim: int, index: Tensor, src: Any,
             raise RuntimeError(f"{name}(): Expected src to have the same number of dimensions as "
                                f"index (src shape {list(src.shape)}, index shape "
                                f"{list(index.shape)})")
+        if any(i > n for i, n in zip(index._data.shape, src._data.shape, strict=True)):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d} and to be no larger "
+                               f"size than src {list(src.shape)}")
         if src._data.shape != index._data.shape:
             src = src[tuple(slice(0, n) for n in index._data.shape)]
     return put(op, input, target, src, accumulate)
@@ -448,20 +523,28 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 def _dim_select_index(input: Tensor, dim: int, index: Tensor, name: str) -> tuple[int, np.ndarray]:
-    if input._data.ndim == 0:
-        raise IndexError(f"{name}(): cannot index a 0-dim tensor; reshape it to 1-D first")
     d = normalize_dim(dim, input._data.ndim)
     idx = index._data if isinstance(index, Tensor) else np.asarray(index)
-    if idx.dtype.kind not in "iu":
-        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index (got {idx.dtype})")
+    if idx.dtype.kind not in "iu" or idx.dtype.itemsize < 4:
+        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index (got {idx.dtype})")
     if idx.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector (got shape "
                          f"{list(idx.shape)})")
-    return d, _checked_array(idx.reshape(-1), d, input._data.shape[d])
+    size = input._data.shape[d]
+    bad = idx[(idx >= size) | (idx < 0)]  # negative indices are out of range here too
+    if bad.size:
+        raise IndexError(f"index out of range in self (index {bad.reshape(-1)[0]} for dimension "
+                         f"{d} of size {size})")
+    return d, np.array(idx.reshape(-1), dtype=np.int64)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """The slices of `input` at `index` (a vector) along `dim`; repeated indices repeat."""
+    """The slices of `input` at `index` (a vector) along `dim`; repeated indices repeat.
+
+    Raises IndexError for indices out of range (negative ones included, as PyTorch).
+    """
+    if input._data.ndim == 0:
+        return index_select(input.reshape(1), 0, index).reshape(())
     d, idx = _dim_select_index(input, dim, index, "index_select")
     return apply_op(INDEX_SELECT, (input,), (input._data,), {"index": along(d, idx)})
 

@@ -30,6 +30,7 @@ import numpy as np
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
+from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor
@@ -55,10 +56,6 @@ ERR_OVERLAP = ("unsupported operation: more than one element of the written-to t
                "a single memory location. Please clone() the tensor before performing the "
                "operation.")
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
 # ----- checks ---------------------------------------------------------------------------
 
 def check_inplace(t: Tensor, requires_grad: bool | None = None) -> None:
@@ -75,9 +72,10 @@ def check_inplace(t: Tensor, requires_grad: bool | None = None) -> None:
     if view is not None:
         if view.creation == "no_grad":
             raise RuntimeError(ERR_NO_GRAD_VIEW)
-        if view.creation != "default":
-            raise RuntimeError(ERR_MULTI_OUTPUT_VIEW.format(output_nr=t._output_nr,
-                                                            creation=view.creation))
+        if view.creation != "default":  # PyTorch names the view's own (forward) op
+            fn = t._grad_fn
+            name = fn.name().removesuffix("Backward") if fn is not None else view.creation
+            raise RuntimeError(ERR_MULTI_OUTPUT_VIEW.format(output_nr=t._output_nr, creation=name))
         base = view.base
         if t._requires_grad and base._grad_fn is None and base._requires_grad:
             raise RuntimeError(ERR_VIEW_OF_LEAF)
@@ -107,9 +105,9 @@ def _check_result(target: Tensor, out: Tensor, check_dtype: bool) -> None:
                            f"shape {list(out._data.shape)}")
     if check_dtype and not can_cast(out._data.dtype, data.dtype):
         raise RuntimeError(
-            f"result type {_TYPE_NAMES[out._data.dtype.name]} can't be cast to the desired output "
-            f"type {_TYPE_NAMES[data.dtype.name]}; use the out-of-place op (x = x.op(...)) or "
-            "convert x first")
+            f"result type {indexing.scalar_type_name(out)} can't be cast to the desired output "
+            f"type {indexing.scalar_type_name(target)}; use the out-of-place op "
+            "(x = x.op(...)) or convert x first")
 
 
 # ----- the generic in-place path -------------------------------------------------------
@@ -129,6 +127,8 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
         _write(target, out)
         return target
     view = target._view
+    if view is not None and view.creation == "no_grad" and view.base._requires_grad:
+        check_inplace(target, True)  # PyTorch counts such a view as requiring grad: E10
     history = target.grad_fn if view is not None else target._grad_fn  # refreshes a stale view
     alias = Tensor._make(target._data, target._requires_grad, history, target._output_nr)
     counter = alias._vc = target._version_counter()
@@ -212,8 +212,12 @@ FILL = register("fill", _fill_forward, _copy_backward,
                 source="self is overwritten (zero grad); value: sum of g")
 
 
-def _source(src: Any, target: Tensor) -> Any:
-    """`src` as the copy op's operand: a number, or a Tensor whose shape expands to target's."""
+def _source(src: Any, target: Tensor, setitem: bool) -> Any:
+    """`src` as the copy op's operand: a number, or a Tensor whose shape expands to target's.
+
+    setitem: PyTorch's `x[i] = v` drops leading size-1 dims of v and reports a shape
+    clash with expand's message; copy_ reports it with the broadcast message.
+    """
     if isinstance(src, (bool, int, float)):
         return src
     if not isinstance(src, Tensor):
@@ -221,9 +225,15 @@ def _source(src: Any, target: Tensor) -> Any:
 
         src = tensor(src, dtype=target.dtype)
     shape = src._data.shape
+    if not setitem:
+        try:
+            expanded_shape(shape, target._data.shape)
+        except RuntimeError:
+            raise broadcast_error("copy_", target, src) from None
+        return src
     lead = 0
     while len(shape) - lead > target._data.ndim and shape[lead] == 1:
-        lead += 1  # PyTorch drops leading size-1 dims of the value (`x[0] = ones(1, 3)`)
+        lead += 1
     expanded_shape(shape[lead:], target._data.shape)
     return src.reshape(shape[lead:]) if lead else src
 
@@ -234,7 +244,10 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     Gradient: src gets g (summed over broadcast dims); self's old value gets zeros.
     Raises RuntimeError when src does not expand to self's shape.
     """
-    src = _source(src, self)
+    return _copy(self, _source(src, self, setitem=False))
+
+
+def _copy(self: Tensor, src: Any) -> Tensor:
     arrays_src = src._data if isinstance(src, Tensor) else src
     return apply_inplace(self, lambda t: apply_op(COPY, (t, src), (t._data, arrays_src)),
                          check_dtype=False)
@@ -268,16 +281,34 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     value that requires grad into a tensor that does not makes it require grad.
     """
     basic, advanced = indexing.parse_index(self._data.shape, index)
+    if not STATE.enabled or not (self._requires_grad or isinstance(value, Tensor)
+                                 and value._requires_grad):
+        _setitem_untracked(self, basic, advanced, value)
+        return
     target = self
     if basic is not None:
         params = {"index": basic}
         out = apply_op(indexing.GETITEM, (self,), (self._data,), params)
         target = make_view(self, out, indexing.GETITEM, params)
     if advanced is None:
-        copy_(target, value)
+        _copy(target, _source(value, target, setitem=True))
     else:
         apply_inplace(target, lambda t: indexing.put(indexing.INDEX_PUT, t, advanced, value, False),
                       check_dtype=False)
+
+
+def _setitem_untracked(self: Tensor, basic: tuple | None, advanced: tuple | None,
+                       value: Any) -> None:
+    """`setitem` when no gradient is involved: the same checks, then one numpy write."""
+    region = self._data if basic is None else self._data[basic]
+    check_no_overlap(region)
+    target = Tensor._make(region)
+    if advanced is None:
+        src = _source(value, target, setitem=True)
+        region[...] = src._data if isinstance(src, Tensor) else src
+    else:
+        region[advanced] = indexing.put_operand(indexing.INDEX_PUT, target, advanced, value)[1]
+    self._bump_version()
 
 
 def index_put_(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:

@@ -130,7 +130,9 @@ def _joined(tensors: Sequence[Tensor], name: str) -> tuple[tuple[Tensor, ...], n
         raise TypeError(f"{name}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
     tensors = tuple(tensors)
     if not tensors:
-        raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
+        if name == "stack":
+            raise RuntimeError("stack expects a non-empty TensorList")
+        raise ValueError(f"{name}(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{name}(): expected Tensor as element {i} in argument 0, but got "
@@ -213,7 +215,7 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
                            f"{list(input._data.shape)})")
     if any(r < 0 for r in repeats):
         raise RuntimeError(f"Trying to create tensor with negative dimension: repeats "
-                           f"{list(repeats)}")
+                           f"{list(repeats)} for shape {list(input._data.shape)}")
     return apply_op(REPEAT, (input,), (input._data,), {"repeats": repeats})
 
 
@@ -226,8 +228,9 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
 def _dims_arg(dims: Any, ndim: int) -> tuple[int, ...]:
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     out = tuple(normalize_dim(int(d), ndim) for d in dims)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"dims {list(dims)} contain a dim more than once")
+    for d in out:
+        if out.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return out
 
 
@@ -245,8 +248,8 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     shifts_t = tuple(int(s) for s in shifts_t)
     if dims is None:
         if len(shifts_t) != 1:
-            raise RuntimeError(f"roll: with dims=None, shifts must be a single int (got "
-                               f"{list(shifts_t)})")
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts_t)}, dims:0 "
+                               "(without dims, roll takes one shift for the flattened tensor)")
         dims_t = None
     else:
         dims_t = _dims_arg(dims, input._data.ndim)
@@ -298,7 +301,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
                            f"repeats.size(0) = {reps.shape[0]} and input.size({d}) = "
                            f"{input._data.shape[d]}")
     if np.any(np.asarray(reps) < 0):
-        raise RuntimeError("repeats can not be negative")
+        raise RuntimeError(f"Repeats must be non-negative (got {reps})")
     return apply_op(REPEAT_INTERLEAVE, (input,), (input._data,), {"repeats": reps, "dim": d})
 
 

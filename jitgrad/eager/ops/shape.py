@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.ops import joining
+from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__)
     along,
     cat,
@@ -191,6 +192,8 @@ DIAGONAL = register("diagonal", _diagonal_forward, _diagonal_backward,
                     source="zeros with g written onto the diagonal")
 SPLIT = register("split", _split_forward, _split_backward, num_outputs=2,
                  source="concatenate the pieces' grads (zeros for unused pieces)")
+SPLIT_WITH_SIZES = register("split_with_sizes", _split_forward, _split_backward, num_outputs=2,
+                            source="concatenate the pieces' grads (zeros for unused pieces)")
 UNBIND = register("unbind", _unbind_forward, _unbind_backward, num_outputs=2,
                   source="stack the pieces' grads (zeros for unused pieces)")
 CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
@@ -207,6 +210,7 @@ def _with_output_count(op: OpDef) -> None:
 
 
 _with_output_count(SPLIT)
+_with_output_count(SPLIT_WITH_SIZES)
 _with_output_count(UNBIND)
 
 
@@ -216,9 +220,11 @@ def _view_of(x: Tensor, op: OpDef, params: dict[str, Any]) -> Tensor:
 
 
 def _multi_view(x: Tensor, op: OpDef, params: dict[str, Any], step_op: OpDef,
-                step_params: list[dict[str, Any]], creation: str) -> tuple[Tensor, ...]:
-    """Outputs of split/unbind: one node, each output a view replayed by `step_op`."""
+                step_params: list[dict[str, Any]]) -> tuple[Tensor, ...]:
+    """Outputs of split/unbind: one node, each output a view replayed by `step_op`, marked
+    as made by a multi-output op (PyTorch forbids modifying those in place)."""
     outs = apply_op(op, (x,), (x._data,), params)
+    creation = op.node_class.__name__.removesuffix("Backward")  # "Split", "Unbind", ...
     fn = outs[0]._grad_fn
     if fn is not None:
         fn.num_outputs = len(outs)
@@ -337,7 +343,8 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {ndim} is not equal to len(dims) = {len(dims)}"
-                           if len(dims) != ndim else f"permute(): dims {list(dims)} repeat a dim")
+                           if len(dims) != ndim else "permute(): duplicate dims are not allowed "
+                           f"(got dims {list(dims)})")
     return _view_of(input, PERMUTE, {"dims": dims})
 
 
@@ -420,14 +427,16 @@ def expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int,
     """
     lead = len(sizes) - len(shape)
     if lead < 0:
-        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
+        raise RuntimeError(f"expand({list(shape)}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({len(shape)})")
     target = []
     for i, s in enumerate(sizes):
         current = shape[i - lead] if i >= lead else None
         if s == -1:
             if current is None:
-                raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
             s = current
         elif current is not None and current != 1 and current != s:
             raise RuntimeError(
@@ -459,12 +468,12 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
     Raises RuntimeError naming the shapes when they do not broadcast.
     """
-    shapes = [t._data.shape for t in tensors]
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise RuntimeError(f"shape mismatch: tensors of shapes {[list(s) for s in shapes]} cannot "
-                           "be broadcast to a single shape") from None
+    shape: tuple[int, ...] = ()
+    for t in tensors:
+        try:
+            shape = np.broadcast_shapes(shape, t._data.shape)
+        except ValueError:
+            raise broadcast_error("broadcast_tensors", Tensor._make(np.empty(shape)), t) from None
     return tuple(expand(t, shape) for t in tensors)
 
 
@@ -535,11 +544,14 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     size = shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = tuple(int(s) for s in split_size_or_sections)
-        if sum(sizes) != size or any(s < 0 for s in sizes):
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={list(sizes)}")
+        if sum(sizes) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
-        return _split(tensor, d, sizes, "SplitWithSizes")
+        return _split(tensor, d, sizes, SPLIT_WITH_SIZES)
     step = int(split_size_or_sections)
     if step < 0 or (step == 0 and size != 0):
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
@@ -547,13 +559,13 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
                            f"split expects split_size be non-negative, but got split_size={step}")
     count = max((size + step - 1) // step, 1) if step else 1
     sizes = tuple(min(step, size - i * step) for i in range(count))
-    return _split(tensor, d, sizes, "Split")
+    return _split(tensor, d, sizes, SPLIT)
 
 
-def _split(x: Tensor, dim: int, sizes: tuple[int, ...], creation: str) -> tuple[Tensor, ...]:
+def _split(x: Tensor, dim: int, sizes: tuple[int, ...], op: OpDef) -> tuple[Tensor, ...]:
     starts = np.cumsum((0,) + sizes[:-1])
     steps = [{"dim": dim, "start": int(s), "length": n} for s, n in zip(starts, sizes, strict=True)]
-    return _multi_view(x, SPLIT, {"dim": dim, "sizes": sizes}, NARROW, steps, creation)
+    return _multi_view(x, op, {"dim": dim, "sizes": sizes}, NARROW, steps)
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -566,8 +578,11 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = shape[normalize_dim(dim, len(shape))]
-    return split(input, max((size + chunks - 1) // chunks, 1) if size else 0, dim)
+    d = normalize_dim(dim, len(shape))
+    size = shape[d]
+    if size == 0:  # PyTorch: `chunks` empty pieces
+        return _split(input, d, (0,) * chunks, SPLIT_WITH_SIZES)
+    return split(input, (size + chunks - 1) // chunks, d)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
@@ -580,7 +595,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     if shape[d] == 0:
         return ()
     steps = [{"dim": d, "index": i} for i in range(shape[d])]
-    return _multi_view(input, UNBIND, {"dim": d}, SELECT, steps, "Unbind")
+    return _multi_view(input, UNBIND, {"dim": d}, SELECT, steps)
 
 
 # ----- copies ------------------------------------------------------------------------
