@@ -81,6 +81,12 @@ def make_view(source: Tensor, out: Tensor, op: OpDef, params: dict[str, Any],
     return out
 
 
+def view_op(source: Tensor, op: OpDef, params: dict[str, Any]) -> Tensor:
+    """Apply view op `op` to `source` and mark the result as a view of source's base."""
+    out = apply_op(op, (source,), (source._data,), params)
+    return make_view(source, out, op, params)
+
+
 def replay_forward(view: ViewInfo, value: Any) -> Any:
     """The region of `value` (shaped like the base) that the view looks at."""
     for step in view.replay:

@@ -18,227 +18,17 @@ research/eager_autograd.md §4 case 16).
 
 from __future__ import annotations
 
-import operator
-import warnings
 from typing import Any
 
 import numpy as np
 
 from jitgrad.eager.node import tensor_type_name
+from jitgrad.eager.ops.index_parsing import parse_index
+from jitgrad.eager.ops.joining import along
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.ops.shape import along
 from jitgrad.eager.tensor import Tensor, normalize_dim
 from jitgrad.eager.views import make_view
 
-ERR_0D = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-          "C++ to convert a 0-dim tensor to a number")
-WARN_SEQUENCE_INDEX = (
-    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
-    "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
-    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
-    "a different result")
-ERR_TYPES = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-             "valid indices (got {})")
-
-
-# ----- parsing an index ----------------------------------------------------------------
-
-def _index_array(obj: Any) -> np.ndarray:
-    """An index given as Tensor/ndarray/list/tuple, as an int or bool numpy array."""
-    if isinstance(obj, Tensor):
-        array = obj._data
-    else:
-        array = np.asarray(obj)
-        if array.dtype.kind == "f" and array.size == 0:
-            array = array.astype(np.int64)  # `x[[]]` selects nothing
-    kind = array.dtype.kind
-    if kind == "u" and array.dtype.itemsize == 1:
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                      "torch.bool instead.", UserWarning, stacklevel=4)
-        return array.astype(np.bool_)
-    if kind not in "iub":
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors "
-                         f"(got dtype {array.dtype})")
-    return array
-
-
-def _classify(obj: Any) -> tuple[str, Any]:
-    """(kind, value) of one index element: int, slice, none, ellipsis, bool, array, mask."""
-    if obj is None:
-        return "none", None
-    if obj is Ellipsis:
-        return "ellipsis", None
-    if isinstance(obj, slice):
-        return "slice", obj
-    if isinstance(obj, (bool, np.bool_)):
-        return "bool", bool(obj)
-    if isinstance(obj, (int, np.integer)):
-        return "int", int(obj)
-    if isinstance(obj, (Tensor, np.ndarray, list, tuple)):
-        array = _index_array(obj)
-        if array.ndim == 0:
-            return ("bool", bool(array)) if array.dtype.kind == "b" else ("int", int(array))
-        return ("mask", array) if array.dtype.kind == "b" else ("array", array)
-    raise IndexError(ERR_TYPES.format(type(obj).__name__))
-
-
-def _as_tuple(index: Any) -> tuple:
-    """PyTorch's rule for a list index: short lists holding sequences, tensors, slices, None
-    or `...` are a tuple of indices (legacy numpy); other lists are one array index."""
-    if isinstance(index, tuple):
-        return index
-    if isinstance(index, list) and len(index) < 32 and any(
-            isinstance(x, (list, tuple, Tensor, np.ndarray, slice)) or x is None or x is Ellipsis
-            for x in index):
-        warnings.warn(WARN_SEQUENCE_INDEX, UserWarning, stacklevel=4)
-        return tuple(index)
-    return (index,)
-
-
-def _check_slice(s: slice) -> slice:
-    step = s.step
-    if step is not None:
-        step = operator.index(step)
-        if step <= 0:
-            raise ValueError(f"step must be greater than zero (got {step}); flip() reverses a "
-                             "tensor")
-    start = None if s.start is None else operator.index(s.start)
-    stop = None if s.stop is None else operator.index(s.stop)
-    return slice(start, stop, step)
-
-
-def _checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:
-    """An int index array for a dim of `size`: bounds checked, negatives wrapped, own copy.
-
-    dim: the number PyTorch names in its error (for `x[..., idx]`, the position of idx
-    among the index tensors).
-    """
-    array = np.array(array, dtype=np.int64)
-    if array.size:
-        low, high = array.min(), array.max()
-        if high >= size or low < -size:
-            bad = high if high >= size else low
-            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-        if low < 0:
-            array[array < 0] += size
-    return array
-
-
-def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple | None]:
-    """Split a PyTorch index into its two stages (see Note [Basic then advanced]).
-
-    Returns (basic, advanced): basic is a tuple of ints, slices and None (then one
-    trailing Ellipsis) giving a numpy view, or None when it would keep everything and
-    advanced follows;
-    advanced is a tuple of int arrays and full slices for the basic result, or None.
-    Raises IndexError (out of range, too many indices, bad types, mask shape) or
-    ValueError (negative slice step) like PyTorch.
-    """
-    basic = _simple_basic(shape, index)
-    if basic is not None:
-        return basic, None
-    items = [_classify(obj) for obj in _as_tuple(index)]
-    ndim = len(shape)
-    consumed = 0
-    ellipses = 0
-    for kind, value in items:
-        if kind in ("int", "slice", "array"):
-            consumed += 1
-        elif kind == "mask":
-            consumed += value.ndim
-        elif kind == "ellipsis":
-            ellipses += 1
-    if ellipses > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if consumed > ndim:
-        if ndim == 0 and items[0][0] == "int":
-            raise IndexError(ERR_0D)
-        raise IndexError(f"too many indices for tensor of dimension {ndim} (got {consumed} "
-                         f"indices for shape {list(shape)})")
-    basic: list[Any] = []
-    advanced: dict[int, np.ndarray] = {}
-    in_dim = out_dim = tensors = 0
-    keeps_all = True
-    for kind, value in items:
-        if kind == "int":
-            size = shape[in_dim]
-            if not -size <= value < size:
-                raise IndexError(f"index {value} is out of bounds for dimension {in_dim} with "
-                                 f"size {size}")
-            basic.append(value)
-            in_dim += 1
-            keeps_all = False
-        elif kind == "slice":
-            value = _check_slice(value)
-            basic.append(value)
-            keeps_all = keeps_all and value.start is None and value.stop is None \
-                and value.step in (None, 1)
-            in_dim += 1
-            out_dim += 1
-        elif kind == "none" or kind == "bool":
-            basic.append(None)
-            if kind == "bool":  # PyTorch: unsqueeze, then take all (True) or nothing (False)
-                advanced[out_dim] = np.zeros(1 if value else 0, dtype=np.int64)
-            out_dim += 1
-            keeps_all = False
-        elif kind == "ellipsis":
-            count = ndim - consumed
-            basic.extend([slice(None)] * count)
-            in_dim += count
-            out_dim += count
-        elif kind == "array":
-            advanced[out_dim] = _checked_array(value, tensors, shape[in_dim])
-            tensors += 1
-            basic.append(slice(None))
-            in_dim += 1
-            out_dim += 1
-        else:
-            _check_mask(value, shape, in_dim)
-            for j, positions in enumerate(np.nonzero(value)):
-                advanced[out_dim + j] = positions
-                basic.append(slice(None))
-            tensors += value.ndim
-            in_dim += value.ndim
-            out_dim += value.ndim
-    basic.append(Ellipsis)  # numpy returns a view (not a scalar) even when ints index every dim
-    if not advanced:
-        return tuple(basic), None
-    adv = tuple(advanced.get(d, slice(None)) for d in range(max(advanced) + 1))
-    return (None if keeps_all else tuple(basic)), adv
-
-
-def _simple_basic(shape: tuple[int, ...], index: Any) -> tuple | None:
-    """The basic index for the common `x[i]`, `x[a:b]`, `x[i, j]`, `x[:, i]` (ints and
-    slices only, at most one per dim), or None for anything else."""
-    items = index if type(index) is tuple else (index,)
-    if len(items) > len(shape):
-        return None
-    basic = []
-    for dim, item in enumerate(items):
-        kind = type(item)
-        if kind is int:
-            size = shape[dim]
-            if not -size <= item < size:
-                raise IndexError(f"index {item} is out of bounds for dimension {dim} with size "
-                                 f"{size}")
-        elif kind is slice:
-            item = _check_slice(item)
-        else:
-            return None
-        basic.append(item)
-    basic.append(Ellipsis)
-    return tuple(basic)
-
-
-def _check_mask(mask: np.ndarray, shape: tuple[int, ...], dim: int) -> None:
-    for j, size in enumerate(mask.shape):
-        if size != shape[dim + j]:
-            raise IndexError(f"The shape of the mask {list(mask.shape)} at index {j} does not "
-                             f"match the shape of the indexed tensor {list(shape)} at index "
-                             f"{dim + j}")
-
-
-# ----- ops ---------------------------------------------------------------------------
 
 def _index_forward(x: np.ndarray, index: tuple) -> np.ndarray:
     return x[index]
@@ -309,7 +99,12 @@ SCATTER_ADD = register("scatter_add", _put_forward, _put_backward,
                        source="self: g; src: gather(g)")
 INDEX_ADD = register("index_add", _put_forward, _put_backward,
                      source="self: g; source: index_select(g)")
-NONZERO = register("nonzero", lambda x: np.argwhere(x))
+def _nonzero_meta(x: Any) -> Any:
+    raise RuntimeError("nonzero: the number of rows of the result depends on the input's values, "
+                       "so no shape rule can predict it")
+
+
+NONZERO = register("nonzero", lambda x: np.argwhere(x), meta=_nonzero_meta)
 
 
 def _broadcast_error(err: IndexError, arrays: tuple) -> IndexError:

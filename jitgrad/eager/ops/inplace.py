@@ -31,6 +31,7 @@ from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
 from jitgrad.eager.ops._binary import broadcast_error
+from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor
@@ -280,7 +281,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     value: a number or tensor broadcast to the region; cast to self's dtype. Writing a
     value that requires grad into a tensor that does not makes it require grad.
     """
-    basic, advanced = indexing.parse_index(self._data.shape, index)
+    basic, advanced = parse_index(self._data.shape, index)
     if not STATE.enabled or not (self._requires_grad or isinstance(value, Tensor)
                                  and value._requires_grad):
         _setitem_untracked(self, basic, advanced, value)
@@ -347,28 +348,25 @@ def _inplace_of(name: str) -> Callable[..., Tensor]:
     return method
 
 
-POINTWISE = ("add", "sub", "mul", "div", "pow", "clamp", "neg", "abs", "exp", "log", "sqrt",
-             "tanh", "sigmoid", "relu", "masked_fill")
-
+# PyTorch's in-place pointwise methods, each computed by the functional op of that name
+POINTWISE = (
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "sign", "exp", "expm1", "log", "log2",
+    "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "tanh",
+    "sigmoid", "erf", "relu", "floor", "ceil", "round", "trunc", "frac", "clamp", "clamp_min",
+    "clamp_max", "nan_to_num", "lerp", "addcmul", "addcdiv", "fmod", "remainder", "floor_divide",
+    "atan2", "masked_fill", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
+    "logical_or", "logical_xor", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+)
 _ALIASES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
-            "negative": "neg", "clip": "clamp"}
-
-
-def _clamp_min(self: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's argument name
-    return apply_inplace(self, lambda t: t.clamp(min=min))
-
-
-def _clamp_max(self: Tensor, max: Any) -> Tensor:  # noqa: A002
-    return apply_inplace(self, lambda t: t.clamp(max=max))
-
+            "negative": "neg", "clip": "clamp", "absolute": "abs", "fix": "trunc"}
+_OPERATORS = {"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
+              "__ipow__": "pow", "__ifloordiv__": "floor_divide", "__imod__": "remainder",
+              "__iand__": "bitwise_and", "__ior__": "bitwise_or", "__ixor__": "bitwise_xor"}
 
 METHODS: dict[str, Any] = {f"{name}_": _inplace_of(name) for name in POINTWISE}
-METHODS["clamp_min_"] = _clamp_min
-METHODS["clamp_max_"] = _clamp_max
 METHODS.update({f"{alias}_": METHODS[f"{name}_"] for alias, name in _ALIASES.items()})
+METHODS.update({operator: METHODS[f"{name}_"] for operator, name in _OPERATORS.items()})
 METHODS.update({
-    "__iadd__": METHODS["add_"], "__isub__": METHODS["sub_"], "__imul__": METHODS["mul_"],
-    "__itruediv__": METHODS["div_"], "__ipow__": METHODS["pow_"],
     "copy_": copy_, "fill_": fill_, "zero_": zero_, "__setitem__": setitem,
     "index_put_": index_put_, "index_add_": index_add_, "scatter_": scatter_,
     "scatter_add_": scatter_add_,

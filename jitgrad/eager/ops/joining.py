@@ -286,8 +286,8 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     Raises RuntimeError when the counts do not match the dim's size.
     """
     if repeats is None:
-        counts = input._data
-        return Tensor._make(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
+        positions = Tensor._make(np.arange(input._data.shape[0], dtype=np.int64))
+        return repeat_interleave(positions, input, 0)
     if dim is None:
         return repeat_interleave(input.reshape(-1), repeats, 0)
     d = normalize_dim(dim, input._data.ndim)

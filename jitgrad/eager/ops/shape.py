@@ -1,12 +1,12 @@
 """Shape and view ops: reshape/view, permute/transpose, expand, squeeze/unsqueeze,
-flatten/unflatten, narrow/select, split/chunk/unbind, diagonal, clone/contiguous.
+flatten/unflatten, clone/contiguous; the public home of the shape-op family.
 
 View ops return tensors sharing storage and version counter with their input (see
 jitgrad.eager.views); `reshape` (and so `flatten`) is a view when numpy can express it as
-one and a copy otherwise, exactly numpy's rule (and PyTorch's). split/chunk/unbind
-return several views made by one node; PyTorch forbids modifying those in place
-(research/eager_autograd.md §1 row 9). Copying rearrangements (cat, stack, repeat,
-flip, roll, tril/triu, repeat_interleave) live in `joining.py` and are re-exported here.
+one and a copy otherwise, exactly numpy's rule (and PyTorch's). The slicing views
+(narrow, select, diagonal, split/chunk/unbind) live in `slicing.py` and the copying
+rearrangements (cat, stack, repeat, flip, roll, tril/triu, repeat_interleave) in
+`joining.py`; both are re-exported here (functions and Tensor methods).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.ops import joining
+from jitgrad.eager.ops import joining, slicing
 from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__)
-    along,
     cat,
     concat,
     concatenate,
@@ -33,9 +32,17 @@ from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__
     triu,
     vstack,
 )
-from jitgrad.eager.ops.registry import OpDef, apply_op, register
+from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.slicing import (  # noqa: F401  (re-exported, see __all__)
+    chunk,
+    diagonal,
+    narrow,
+    select,
+    split,
+    unbind,
+)
 from jitgrad.eager.tensor import Tensor, normalize_dim
-from jitgrad.eager.views import make_view
+from jitgrad.eager.views import view_op
 
 
 def _shape_arg(shape: tuple) -> tuple:
@@ -86,91 +93,6 @@ def _expand_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (g,)  # the engine sums the broadcast gradient down to the input's shape
 
 
-def _narrow_forward(x: np.ndarray, dim: int, start: int, length: int) -> np.ndarray:
-    return x[along(dim, slice(start, start + length))]
-
-
-def _narrow_backward(xp: Any, ctx: Any, g: Any) -> tuple:
-    p = ctx.params
-    index = along(p["dim"], slice(p["start"], p["start"] + p["length"]))
-    return (xp.index_add_into(ctx.input_metadata[0][0], index, g),)
-
-
-def _select_forward(x: np.ndarray, dim: int, index: int) -> np.ndarray:
-    return x[along(dim, index)]
-
-
-def _select_backward(xp: Any, ctx: Any, g: Any) -> tuple:
-    index = along(ctx.params["dim"], ctx.params["index"])
-    return (xp.index_add_into(ctx.input_metadata[0][0], index, g),)
-
-
-def _diagonal_forward(x: np.ndarray, offset: int, dim1: int, dim2: int) -> np.ndarray:
-    out = np.diagonal(x, offset, dim1, dim2)
-    if x.flags.writeable:
-        out.flags.writeable = True  # numpy still marks diagonals read-only; PyTorch's are views
-    return out
-
-
-def diagonal_index(shape: tuple[int, ...], offset: int, dim1: int, dim2: int) -> tuple:
-    """The advanced index (row and column arrays) of a diagonal's elements."""
-    n = _diagonal_length(shape, offset, dim1, dim2)
-    rows = np.arange(n) + max(-offset, 0)
-    cols = np.arange(n) + max(offset, 0)
-    index = [slice(None)] * len(shape)
-    index[dim1], index[dim2] = rows, cols
-    return tuple(index)
-
-
-def _diagonal_length(shape: tuple[int, ...], offset: int, dim1: int, dim2: int) -> int:
-    if offset >= 0:
-        return max(min(shape[dim1], shape[dim2] - offset), 0)
-    return max(min(shape[dim1] + offset, shape[dim2]), 0)
-
-
-def _diagonal_backward(xp: Any, ctx: Any, g: Any) -> tuple:
-    shape = ctx.input_metadata[0][0]
-    p = ctx.params
-    dim1, dim2 = p["dim1"], p["dim2"]
-    index = diagonal_index(shape, p["offset"], dim1, dim2)
-    # numpy puts the indexed dim in place when dim1, dim2 are adjacent, else first;
-    # np.diagonal puts it last
-    target = min(dim1, dim2) if abs(dim1 - dim2) == 1 else 0
-    ndim = len(shape) - 1
-    order = list(range(ndim - 1))
-    order.insert(target, ndim - 1)
-    return (xp.index_add_into(shape, index, xp.permute(g, tuple(order))),)
-
-
-def _split_forward(x: np.ndarray, dim: int, sizes: tuple[int, ...]) -> tuple:
-    starts = np.cumsum((0,) + sizes[:-1])
-    return tuple(x[along(dim, slice(int(s), int(s) + n))]
-                 for s, n in zip(starts, sizes, strict=True))
-
-
-def _split_backward(xp: Any, ctx: Any, grads: list[Any]) -> tuple:
-    shape = ctx.input_metadata[0][0]
-    dim, sizes = ctx.params["dim"], ctx.params["sizes"]
-    like = next(g for g in grads if g is not None)
-    pieces = [g if g is not None else xp.zeros(shape[:dim] + (n,) + shape[dim + 1:], like)
-              for g, n in zip(grads, sizes, strict=True)]
-    return (xp.cat(pieces, dim),)
-
-
-def _unbind_forward(x: np.ndarray, dim: int) -> tuple:
-    return tuple(x[along(dim, i)] for i in range(x.shape[dim]))
-
-
-def _unbind_backward(xp: Any, ctx: Any, grads: list[Any]) -> tuple:
-    shape = ctx.input_metadata[0][0]
-    dim = ctx.params["dim"]
-    piece_shape = shape[:dim] + (1,) + shape[dim + 1:]
-    like = next(g for g in grads if g is not None)
-    pieces = [xp.reshape(g, piece_shape) if g is not None else xp.zeros(piece_shape, like)
-              for g in grads]
-    return (xp.cat(pieces, dim),)
-
-
 def _clone_forward(x: np.ndarray, order: str) -> np.ndarray:
     return np.array(x, order=order, copy=True)
 
@@ -184,53 +106,7 @@ RESHAPE = register("reshape", lambda x, shape: np.reshape(x, shape), _reshape_ba
 PERMUTE = register("permute", lambda x, dims: np.transpose(x, dims), _permute_backward,
                    source="inverse permutation")
 EXPAND = register("expand", _expand_forward, _expand_backward, source="sum over broadcast dims")
-NARROW = register("narrow", _narrow_forward, _narrow_backward,
-                  source="zeros with g written into the slice")
-SELECT = register("select", _select_forward, _select_backward,
-                  source="zeros with g written into the selected index")
-DIAGONAL = register("diagonal", _diagonal_forward, _diagonal_backward,
-                    source="zeros with g written onto the diagonal")
-SPLIT = register("split", _split_forward, _split_backward, num_outputs=2,
-                 source="concatenate the pieces' grads (zeros for unused pieces)")
-SPLIT_WITH_SIZES = register("split_with_sizes", _split_forward, _split_backward, num_outputs=2,
-                            source="concatenate the pieces' grads (zeros for unused pieces)")
-UNBIND = register("unbind", _unbind_forward, _unbind_backward, num_outputs=2,
-                  source="stack the pieces' grads (zeros for unused pieces)")
 CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
-
-
-def _with_output_count(op: OpDef) -> None:
-    """split/unbind make as many outputs as asked: give their node a per-node count.
-
-    (`num_outputs=2` above only makes apply_op return a tuple; the engine sizes each
-    node's gradient buffer by the node's `num_outputs`.)
-    """
-    base = op.node_class
-    op.node_class = type(base.__name__, (base,), {"__slots__": ("num_outputs",)})
-
-
-_with_output_count(SPLIT)
-_with_output_count(SPLIT_WITH_SIZES)
-_with_output_count(UNBIND)
-
-
-def _view_of(x: Tensor, op: OpDef, params: dict[str, Any]) -> Tensor:
-    out = apply_op(op, (x,), (x._data,), params)
-    return make_view(x, out, op, params)
-
-
-def _multi_view(x: Tensor, op: OpDef, params: dict[str, Any], step_op: OpDef,
-                step_params: list[dict[str, Any]]) -> tuple[Tensor, ...]:
-    """Outputs of split/unbind: one node, each output a view replayed by `step_op`, marked
-    as made by a multi-output op (PyTorch forbids modifying those in place)."""
-    outs = apply_op(op, (x,), (x._data,), params)
-    creation = op.node_class.__name__.removesuffix("Backward")  # "Split", "Unbind", ...
-    fn = outs[0]._grad_fn
-    if fn is not None:
-        fn.num_outputs = len(outs)
-    for out, p in zip(outs, step_params, strict=True):
-        make_view(x, out, step_op, p, creation)
-    return outs
 
 
 # ----- reshape family ----------------------------------------------------------------
@@ -244,7 +120,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
         np.reshape(data, target, copy=False)
     except ValueError:
         return apply_op(RESHAPE, (input,), (np.ascontiguousarray(data),), params)
-    return _view_of(input, RESHAPE, params)
+    return view_op(input, RESHAPE, params)
 
 
 def view(input: Tensor, *shape: Any) -> Tensor:
@@ -262,7 +138,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         ) from None
-    return _view_of(input, RESHAPE, {"shape": target})
+    return view_op(input, RESHAPE, {"shape": target})
 
 
 def view_as(input: Tensor, other: Tensor) -> Tensor:
@@ -293,7 +169,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         raise RuntimeError(f"flatten() has invalid args: start_dim cannot come after end_dim "
                            f"(got start_dim={start_dim}, end_dim={end_dim} for {len(shape)} dims)")
     if start == end:
-        return _view_of(input, RESHAPE, {"shape": shape})
+        return view_op(input, RESHAPE, {"shape": shape})
     merged = int(np.prod(shape[start:end + 1]))
     return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
 
@@ -323,14 +199,14 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
         dims = {normalize_dim(int(d), len(shape)) for d in (dim if isinstance(dim, (tuple, list))
                                                               else (dim,))}
     target = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return _view_of(input, RESHAPE, {"shape": target})
+    return view_op(input, RESHAPE, {"shape": target})
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at `dim` (negative dims count from ndim + 1). A view."""
     shape = input._data.shape
     d = normalize_dim(dim, len(shape) + 1)
-    return _view_of(input, RESHAPE, {"shape": shape[:d] + (1,) + shape[d:]})
+    return view_op(input, RESHAPE, {"shape": shape[:d] + (1,) + shape[d:]})
 
 
 # ----- permute family ----------------------------------------------------------------
@@ -345,7 +221,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
                            f"input.dim() = {ndim} is not equal to len(dims) = {len(dims)}"
                            if len(dims) != ndim else "permute(): duplicate dims are not allowed "
                            f"(got dims {list(dims)})")
-    return _view_of(input, PERMUTE, {"dims": dims})
+    return view_op(input, PERMUTE, {"dims": dims})
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -355,7 +231,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     a, b = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
     if ndim:
         dims[a], dims[b] = dims[b], dims[a]
-    return _view_of(input, PERMUTE, {"dims": tuple(dims)})
+    return view_op(input, PERMUTE, {"dims": tuple(dims)})
 
 
 swapaxes = swapdims = transpose
@@ -370,7 +246,7 @@ def t(input: Tensor) -> Tensor:
     if ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D; "
                            "use transpose(dim0, dim1) or .mT for batches of matrices")
-    return _view_of(input, PERMUTE, {"dims": tuple(range(ndim))[::-1]})
+    return view_op(input, PERMUTE, {"dims": tuple(range(ndim))[::-1]})
 
 
 def _numpy_t(input: Tensor) -> Tensor:
@@ -384,7 +260,7 @@ def _numpy_t(input: Tensor) -> Tensor:
                       "Consider `x.mT` to transpose batches of matrices or "
                       "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
                       "of a tensor.", UserWarning, stacklevel=2)
-    return _view_of(input, PERMUTE, {"dims": tuple(range(ndim))[::-1]})
+    return view_op(input, PERMUTE, {"dims": tuple(range(ndim))[::-1]})
 
 
 def _matrix_t(input: Tensor) -> Tensor:
@@ -412,7 +288,7 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     rest = iter(d for d in range(ndim) if d not in src)
     placed = dict(zip(dst, src, strict=True))
     order = tuple(placed[i] if i in placed else next(rest) for i in range(ndim))
-    return _view_of(input, PERMUTE, {"dims": order})
+    return view_op(input, PERMUTE, {"dims": order})
 
 
 moveaxis = movedim
@@ -450,7 +326,7 @@ def expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int,
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to `sizes` without copying (-1 keeps a dim). New leading dims are allowed."""
     target = expanded_shape(input._data.shape, _shape_arg(sizes))
-    return _view_of(input, EXPAND, {"shape": target})
+    return view_op(input, EXPAND, {"shape": target})
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -477,127 +353,6 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(expand(t, shape) for t in tensors)
 
 
-# ----- slicing views -----------------------------------------------------------------
-
-def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
-    """Elements start..start+length of dim `dim` (a view; negative start counts from the end).
-
-    Raises IndexError for a start out of range, RuntimeError when the slice runs past the end.
-    """
-    shape = input._data.shape
-    if not shape:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = normalize_dim(dim, len(shape))
-    size = shape[d]
-    start, length = int(start), int(length)
-    if not -size <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
-                         f"but got {start})")
-    if start < 0:
-        start += size
-    if length < 0:
-        raise RuntimeError(f"narrow(): length must be non-negative (got {length}).")
-    if start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return _view_of(input, NARROW, {"dim": d, "start": start, "length": length})
-
-
-def select(input: Tensor, dim: int, index: int) -> Tensor:
-    """The slice at `index` of dim `dim`, with that dim removed (a view).
-
-    Raises IndexError when `index` is out of range.
-    """
-    shape = input._data.shape
-    if not shape:
-        raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = normalize_dim(dim, len(shape))
-    i = int(index)
-    if not -shape[d] <= i < shape[d]:
-        raise IndexError(f"select(): index {i} out of range for tensor of size {list(shape)} at "
-                         f"dimension {dim}")
-    return _view_of(input, SELECT, {"dim": d, "index": i + shape[d] if i < 0 else i})
-
-
-def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The diagonal of dims dim1, dim2 as the last dim (a view); offset > 0 above the main one.
-
-    Raises RuntimeError when dim1 and dim2 are the same dim.
-    """
-    ndim = input._data.ndim
-    d1, d2 = normalize_dim(dim1, ndim), normalize_dim(dim2, ndim)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return _view_of(input, DIAGONAL, {"offset": int(offset), "dim1": d1, "dim2": d2})
-
-
-def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    """Views of consecutive pieces along `dim`: of size `split_size_or_sections` (the last
-    may be smaller) or of the listed sizes. The pieces may not be modified in place while
-    they need gradients.
-
-    Raises RuntimeError when listed sizes do not add up to the dim's size.
-    """
-    shape = tensor._data.shape
-    if not shape:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = normalize_dim(dim, len(shape))
-    size = shape[d]
-    if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = tuple(int(s) for s in split_size_or_sections)
-        if any(s < 0 for s in sizes):
-            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
-                               f"entries, but got split_sizes={list(sizes)}")
-        if sum(sizes) != size:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
-                               f"(input tensor's size at dimension {d}), but got "
-                               f"split_sizes={list(sizes)}")
-        return _split(tensor, d, sizes, SPLIT_WITH_SIZES)
-    step = int(split_size_or_sections)
-    if step < 0 or (step == 0 and size != 0):
-        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
-                           f"size of {size}" if step == 0 else
-                           f"split expects split_size be non-negative, but got split_size={step}")
-    count = max((size + step - 1) // step, 1) if step else 1
-    sizes = tuple(min(step, size - i * step) for i in range(count))
-    return _split(tensor, d, sizes, SPLIT)
-
-
-def _split(x: Tensor, dim: int, sizes: tuple[int, ...], op: OpDef) -> tuple[Tensor, ...]:
-    starts = np.cumsum((0,) + sizes[:-1])
-    steps = [{"dim": dim, "start": int(s), "length": n} for s, n in zip(starts, sizes, strict=True)]
-    return _multi_view(x, op, {"dim": dim, "sizes": sizes}, NARROW, steps)
-
-
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """Split into pieces of ceil(size / chunks) along `dim`; may return fewer than `chunks`.
-
-    Raises RuntimeError for chunks < 1 or a 0-d input.
-    """
-    shape = input._data.shape
-    if not shape:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = normalize_dim(dim, len(shape))
-    size = shape[d]
-    if size == 0:  # PyTorch: `chunks` empty pieces
-        return _split(input, d, (0,) * chunks, SPLIT_WITH_SIZES)
-    return split(input, (size + chunks - 1) // chunks, d)
-
-
-def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    """The slices along `dim`, each without that dim (views that may not be modified in place
-    while they need gradients)."""
-    shape = input._data.shape
-    if not shape:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = normalize_dim(dim, len(shape))
-    if shape[d] == 0:
-        return ()
-    steps = [{"dim": d, "index": i} for i in range(shape[d])]
-    return _multi_view(input, UNBIND, {"dim": d}, SELECT, steps)
-
-
 # ----- copies ------------------------------------------------------------------------
 
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
@@ -613,9 +368,8 @@ def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
 
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze", "unsqueeze",
-           "flatten", "unflatten", "ravel", "narrow", "select", "diagonal", "split", "chunk",
-           "unbind", "movedim", "moveaxis", "broadcast_to", "broadcast_tensors", "clone",
-           *joining.__all__]
+           "flatten", "unflatten", "ravel", "movedim", "moveaxis", "broadcast_to",
+           "broadcast_tensors", "clone", *slicing.__all__, *joining.__all__]
 
 METHODS = {
     "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as,
@@ -623,7 +377,6 @@ METHODS = {
     "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
     "swapdims": swapdims, "t": t, "T": property(_numpy_t), "mT": property(_matrix_t),
     "movedim": movedim, "moveaxis": moveaxis, "expand": expand, "expand_as": expand_as,
-    "broadcast_to": broadcast_to, "narrow": narrow, "select": select, "diagonal": diagonal,
-    "split": split, "chunk": chunk, "unbind": unbind, "clone": clone, "contiguous": contiguous,
-    **joining.METHODS,
+    "broadcast_to": broadcast_to, "clone": clone, "contiguous": contiguous,
+    **slicing.METHODS, **joining.METHODS,
 }
