@@ -431,3 +431,25 @@ def test_float64_operand_into_float32_target_keeps_gradients_float32():
     assert a.grad.dtype == jg.float32 and w.grad.dtype == jg.float64
     np.testing.assert_array_equal(a.grad.numpy(), [2.0, 3.0])
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0])
+
+
+def test_retained_grad_follows_the_tensor_through_an_inplace_op():
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    y.retain_grad()
+    y.mul_(3)
+    y.sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_overlapping_source_and_target_regions():
+    x = jg.arange(5.0)
+    x[1:] = x[:-1]
+    assert x.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
+    a = _leaf([1.0, 2.0, 3.0])
+    b = a.clone()
+    b[1:] = b[:-1]
+    assert b.tolist() == [1.0, 1.0, 2.0]
+    b.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [2.0, 1.0, 0.0])

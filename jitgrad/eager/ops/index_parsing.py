@@ -120,6 +120,8 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
     basic = _simple_basic(shape, index)
     if basic is not None:
         return basic, None
+    if type(index) is Tensor and index._data.dtype.kind == "i" and index._data.ndim and shape:
+        return None, (checked_array(index._data, 0, shape[0]),)  # `table[ids]`, e.g. embeddings
     items = [_classify(obj) for obj in _as_tuple(index)]
     ndim = len(shape)
     consumed = 0

@@ -132,7 +132,7 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
         check_inplace(target, True)  # PyTorch counts such a view as requiring grad: E10
     history = target.grad_fn if view is not None else target._grad_fn  # refreshes a stale view
     alias = Tensor._make(target._data, target._requires_grad, history, target._output_nr)
-    counter = alias._vc = target._version_counter()
+    alias._vc = target._version_counter()
     out = compute(alias)
     fn = out._grad_fn
     if fn is None or out is alias or target._data.dtype.kind != "f":
@@ -141,10 +141,11 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
         return target
     check_inplace(target, True)
     _check_result(target, out, check_dtype)
-    _keep_old_value(fn, alias)
+    _rebind_saved(fn, alias, out, alias._vc.value + 1)
     _write(target, out)
-    _track_saved_output(fn, out, counter)
     if view is None:
+        if target._retains_grad:
+            _move_retains_grad(history, target._output_nr, fn, out._output_nr)
         target._grad_fn = fn
         target._output_nr = out._output_nr
         target._requires_grad = True
@@ -158,36 +159,36 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
     return target
 
 
+def _move_retains_grad(old: Any, old_nr: int, new: Any, new_nr: int) -> None:
+    """`.grad` of a tensor that retains grad is its final value's gradient (as PyTorch)."""
+    store = old.hooks.retains_grad.pop(old_nr, None) if old.hooks is not None else None
+    if store is not None:
+        new._hooks().retains_grad[new_nr] = store
+
+
 def _write(target: Tensor, out: Tensor) -> None:
     if out is not target:
         target._data[...] = out._data
     target._bump_version()
 
 
-def _keep_old_value(fn: Any, alias: Tensor) -> None:
-    """See Note [Saving the old self]."""
+def _rebind_saved(fn: Any, alias: Tensor, out: Tensor, version_after: int) -> None:
+    """Before the write: keep a copy of the old value where fn saved the target (Note
+    [Saving the old self]), and check a saved result, which now lives in the target,
+    against the target's version after the write."""
     saved = getattr(fn, "saved", None)
-    if saved is None or not any(v is alias for v in saved.values):
+    if saved is None:
         return
-    old = Tensor._make(np.array(alias._data, copy=True), alias._requires_grad, alias._grad_fn,
-                       alias._output_nr)
-    counter = old._version_counter()
-    entries = zip(saved.values, saved.counters, saved.versions, strict=True)
-    fn.saved = SavedValues(*zip(*[(old, counter, 0) if v is alias else (v, c, n)
-                                  for v, c, n in entries], strict=True))
-
-
-def _track_saved_output(fn: Any, out: Tensor, counter: Any) -> None:
-    """A saved result now lives in the target: check it against the target's version."""
-    saved = getattr(fn, "saved", None)
+    values, counters, versions = list(saved.values), list(saved.counters), list(saved.versions)
     own = out._vc
-    if saved is None or own is None or own not in saved.counters:
-        return
-    fn.saved = SavedValues(
-        saved.values,
-        tuple(counter if c is own else c for c in saved.counters),
-        tuple(counter.value if c is own else n for c, n in zip(saved.counters, saved.versions,
-                                                               strict=True)))
+    for i, value in enumerate(values):
+        if value is alias:
+            old = Tensor._make(np.array(alias._data, copy=True), alias._requires_grad,
+                               alias._grad_fn, alias._output_nr)
+            values[i], counters[i], versions[i] = old, old._version_counter(), 0
+        elif own is not None and counters[i] is own:
+            counters[i], versions[i] = alias._vc, version_after
+    fn.saved = SavedValues(tuple(values), tuple(counters), tuple(versions))
 
 
 # ----- copy_ / fill_ / zero_ ---------------------------------------------------------------
