@@ -281,3 +281,40 @@ def test_take_along_dim_broadcasts_other_dims():
     x = jg.arange(6.0).reshape(2, 3)
     assert x.take_along_dim(jg.tensor([[0], [2]]), 1).tolist() == [[0.0], [5.0]]
     assert jg.take_along_dim(x, jg.tensor([[1, 2]]), 1).tolist() == [[1.0, 2.0], [4.0, 5.0]]
+
+
+# ----- second derivatives: the backward formulas run on Tensors (create_graph) -----------
+
+SECOND_ORDER = ["getitem_slices_step", "getitem_list_duplicates", "getitem_int_then_list",
+                "getitem_bool_mask", "gather_dim1_transposed", "scatter_src", "scatter_add",
+                "index_add", "index_put_accumulate_duplicates", "masked_select_broadcast",
+                "setitem_slice_tensor", "mul_on_view", "two_views_modified", "copy_broadcast",
+                "split_sizes", "unbind_partial_use", "cat_three_noncontiguous", "stack_last_dim",
+                "repeat_new_dims_transposed", "flip_dims_strided", "roll_dims", "triu",
+                "diagonal_adjacent_dims", "narrow", "expand_keep_dim", "repeat_interleave"]
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_gradient_of_the_gradient(name):
+    from tests.eager.op_table import OP_CASES
+
+    case = next(c for c in OP_CASES if c.name == name)
+    tensors = case.tensors(case.arrays(np.float64), requires_grad=True)
+    diff = [t for t in tensors if t.requires_grad]
+
+    def cubed(*inputs):
+        out = case.fn(*inputs)
+        outs = out if isinstance(out, (tuple, list)) else [out]
+        return sum((o * o * o).sum() for o in outs)
+
+    def first_gradient(*inputs):
+        with jg.enable_grad():
+            wrt = [t for t in inputs if t.requires_grad]
+            return jg.autograd.grad(cubed(*inputs), wrt, create_graph=True)
+
+    recorded = first_gradient(*tensors)
+    plain = jg.autograd.grad(cubed(*tensors), diff)  # the numpy-namespace formulas
+    assert any(g.requires_grad for g in recorded)
+    for g_recorded, g_plain in zip(recorded, plain, strict=True):
+        np.testing.assert_allclose(g_recorded.detach().numpy(), g_plain.numpy(), rtol=1e-12)
+    assert jg.autograd.gradcheck(first_gradient, tensors, atol=1e-5)
