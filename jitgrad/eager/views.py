@@ -122,11 +122,21 @@ class AsStridedBackward(Node):
 
 
 def refresh_view_grad_fn(t: Tensor) -> None:
-    """Rebuild a view's grad_fn on top of its base's current history (lazy, as PyTorch)."""
+    """Rebuild a view's grad_fn on top of its base's current history (lazy, as PyTorch).
+
+    Raises RuntimeError for an output of split/chunk/unbind that needs gradients: PyTorch
+    cannot rebuild those either.
+    """
     view = t._view
     assert view is not None and t._vc is not None, "only views are refreshed"
-    view.version = t._vc.value
     base = view.base
+    if view.creation not in ("default", "no_grad") and (base._requires_grad or t._requires_grad):
+        raise RuntimeError(
+            f"Output {t._output_nr} of {view.creation} is a view and its base or another view of "
+            "its base has been modified inplace. This view is the output of a function that "
+            "returns multiple views. Such functions do not allow the output views to be modified "
+            "inplace. You should replace the inplace operation by an out-of-place one.")
+    view.version = t._vc.value
     if view.creation == "no_grad" or not (base._requires_grad or t._requires_grad):
         return
     edge = gradient_edge(base)

@@ -453,3 +453,19 @@ def test_overlapping_source_and_target_regions():
     assert b.tolist() == [1.0, 1.0, 2.0]
     b.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), [2.0, 1.0, 0.0])
+
+
+def test_split_output_whose_base_was_modified_cannot_be_used_with_grad():
+    a = _leaf([1.0, 2.0, 3.0, 4.0])
+    b = a.clone()
+    _, second = b.split(2)
+    b.add_(1)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Output 1 of Split is a view and its base or another view of its base has been "
+            "modified inplace. This view is the output of a function that returns multiple "
+            "views.")):
+        second * 2
+    plain = jg.zeros(4)
+    _, tail = plain.split(2)
+    plain.add_(1)
+    assert tail.grad_fn is None and tail.tolist() == [1.0, 1.0]
