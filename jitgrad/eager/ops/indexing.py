@@ -48,7 +48,7 @@ def _index_add_into_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (xp.getitem(g, ctx.params["index"]),)
 
 
-def written_mask(shape: tuple[int, ...], index: tuple) -> np.ndarray:
+def unwritten_mask(shape: tuple[int, ...], index: tuple) -> np.ndarray:
     """bool array of `shape`: True where `x[index] = ...` does not write."""
     keep = np.ones(shape, dtype=np.bool_)
     keep[index] = False
@@ -72,7 +72,7 @@ def _put_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     index, accumulate = ctx.params["index"], ctx.params["accumulate"]
     grad_x = grad_values = None
     if need_x:
-        grad_x = g if accumulate else g * written_mask(shape, index)
+        grad_x = g if accumulate else xp.where(unwritten_mask(shape, index), g, 0)
     if need_values:
         grad_values = xp.getitem(g, index)
     return grad_x, grad_values

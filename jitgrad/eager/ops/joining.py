@@ -92,11 +92,11 @@ def triangle_mask(shape: tuple[int, ...], diagonal: int, upper: bool) -> np.ndar
 
 
 def _tril_backward(xp: Any, ctx: Any, g: Any) -> tuple:
-    return (g * triangle_mask(ctx.input_metadata[0][0], ctx.params["diagonal"], False),)
+    return (xp.where(triangle_mask(ctx.input_metadata[0][0], ctx.params["diagonal"], False), g, 0),)
 
 
 def _triu_backward(xp: Any, ctx: Any, g: Any) -> tuple:
-    return (g * triangle_mask(ctx.input_metadata[0][0], ctx.params["diagonal"], True),)
+    return (xp.where(triangle_mask(ctx.input_metadata[0][0], ctx.params["diagonal"], True), g, 0),)
 
 
 def _repeat_interleave_forward(x: np.ndarray, repeats: Any, dim: int) -> np.ndarray:
