@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.node import tensor_type_name
+from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.joining import along
 from jitgrad.eager.ops.registry import apply_op, register
@@ -162,8 +163,6 @@ def _values(values: Any, x: Tensor) -> Any:
     """A Python number stays one; anything else becomes a Tensor."""
     if isinstance(values, (Tensor, bool, int, float)):
         return values
-    from jitgrad.eager.ops.creation import tensor
-
     return tensor(values, dtype=x.dtype)
 
 

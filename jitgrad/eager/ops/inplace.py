@@ -31,6 +31,7 @@ from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
 from jitgrad.eager.ops._binary import broadcast_error
+from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.shape import expanded_shape
@@ -223,8 +224,6 @@ def _source(src: Any, target: Tensor, setitem: bool) -> Any:
     if isinstance(src, (bool, int, float)):
         return src
     if not isinstance(src, Tensor):
-        from jitgrad.eager.ops.creation import tensor
-
         src = tensor(src, dtype=target.dtype)
     shape = src._data.shape
     if not setitem:

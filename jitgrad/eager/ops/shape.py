@@ -18,6 +18,7 @@ import numpy as np
 
 from jitgrad.eager.ops import joining, slicing
 from jitgrad.eager.ops._binary import broadcast_error
+from jitgrad.eager.ops.creation import view_as_dtype
 from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__)
     cat,
     concat,
@@ -126,8 +127,6 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 def view(input: Tensor, *shape: Any) -> Tensor:
     """A view with a new shape. Raises RuntimeError when the strides make that impossible."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
-        from jitgrad.eager.ops.creation import view_as_dtype
-
         return view_as_dtype(input, shape[0])
     data = input._data
     target = infer_shape(_shape_arg(shape), data.size, data.shape)
