@@ -117,11 +117,18 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     data = input._data
     target = infer_shape(_shape_arg(shape), data.size, data.shape)
     params = {"shape": target}
-    try:
-        np.reshape(data, target, copy=False)
-    except ValueError:
+    if not data.flags.c_contiguous and not _viewable(data, target):
         return apply_op(RESHAPE, (input,), (np.ascontiguousarray(data),), params)
     return view_op(input, RESHAPE, params)
+
+
+def _viewable(data: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether numpy can reshape `data` without copying (always so when C-contiguous)."""
+    try:
+        np.reshape(data, shape, copy=False)
+    except ValueError:
+        return False
+    return True
 
 
 def view(input: Tensor, *shape: Any) -> Tensor:
@@ -130,13 +137,10 @@ def view(input: Tensor, *shape: Any) -> Tensor:
         return view_as_dtype(input, shape[0])
     data = input._data
     target = infer_shape(_shape_arg(shape), data.size, data.shape)
-    try:
-        np.reshape(data, target, copy=False)
-    except ValueError:
+    if not data.flags.c_contiguous and not _viewable(data, target):
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
-            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
-        ) from None
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return view_op(input, RESHAPE, {"shape": target})
 
 

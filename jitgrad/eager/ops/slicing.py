@@ -45,7 +45,7 @@ def _diagonal_forward(x: np.ndarray, offset: int, dim1: int, dim2: int) -> np.nd
     return out
 
 
-def diagonal_index(shape: tuple[int, ...], offset: int, dim1: int, dim2: int) -> tuple:
+def _diagonal_index(shape: tuple[int, ...], offset: int, dim1: int, dim2: int) -> tuple:
     """The advanced index (row and column arrays) of a diagonal's elements."""
     n = _diagonal_length(shape, offset, dim1, dim2)
     rows = np.arange(n) + max(-offset, 0)
@@ -65,7 +65,7 @@ def _diagonal_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     shape = ctx.input_metadata[0][0]
     p = ctx.params
     dim1, dim2 = p["dim1"], p["dim2"]
-    index = diagonal_index(shape, p["offset"], dim1, dim2)
+    index = _diagonal_index(shape, p["offset"], dim1, dim2)
     # numpy puts the indexed dim in place when dim1, dim2 are adjacent, else first;
     # np.diagonal puts it last
     target = min(dim1, dim2) if abs(dim1 - dim2) == 1 else 0
@@ -116,6 +116,8 @@ SPLIT_WITH_SIZES = register("split_with_sizes", _split_forward, _split_backward,
                             source="concatenate the pieces' grads (zeros for unused pieces)")
 UNBIND = register("unbind", _unbind_forward, _unbind_backward, num_outputs=2,
                   source="stack the pieces' grads (zeros for unused pieces)")
+
+
 def _with_output_count(op: OpDef) -> None:
     """split/unbind make as many outputs as asked: give their node a per-node count.
 
