@@ -469,3 +469,98 @@ def test_split_output_whose_base_was_modified_cannot_be_used_with_grad():
     _, tail = plain.split(2)
     plain.add_(1)
     assert tail.grad_fn is None and tail.tolist() == [1.0, 1.0]
+
+
+# ----- shape ops: PyTorch's rules, warnings and errors ------------------------------------
+
+def test_chunk_split_and_unbind_sizes():
+    assert [p.tolist() for p in jg.arange(5).chunk(4)] == [[0, 1], [2, 3], [4]]
+    assert [p.shape for p in jg.zeros(0).chunk(2)] == [(0,), (0,)]
+    assert [p.shape[1] for p in jg.zeros(2, 7).split(3, 1)] == [3, 3, 1]
+    assert [p.shape[0] for p in jg.zeros(6).split([1, 0, 5])] == [1, 0, 5]
+    assert jg.zeros(0, 2).unbind() == ()
+    first, second = jg.zeros(2, 3).unbind(1)[:2]
+    assert first.grad_fn is None and first.shape == (2,) and second._output_nr == 1
+    with pytest.raises(RuntimeError, match=re.escape(_e9(1, "Split"))):
+        jg.zeros(4).split(2)[1].mul_(_leaf([2.0]).float())
+
+
+def test_shape_rules():
+    x = jg.zeros(2, 1, 3)
+    assert x.squeeze(0).shape == (2, 1, 3) and x.squeeze().shape == (2, 3)
+    assert x.unsqueeze(-1).shape == (2, 1, 3, 1) and x.unsqueeze(-4).shape == (1, 2, 1, 3)
+    assert jg.cat([jg.ones(2, 3), jg.zeros(0)]).shape == (2, 3)  # legacy: 1-D empty skipped
+    assert jg.cat([jg.ones(2), jg.ones(2, dtype=jg.float64)]).dtype == jg.float64
+    assert jg.tensor(1.0).flatten().shape == (1,)
+    assert jg.ones(2, 2).repeat(2, 1, 3).shape == (2, 2, 6)
+    assert jg.tensor([[1, 2]]).repeat(2, 2).tolist() == [[1, 2, 1, 2], [1, 2, 1, 2]]
+
+
+def test_repeat_gradient_sums_the_tiles():
+    w = jg.arange(1.0, 9.0).reshape(2, 4)
+    x = jg.tensor([[1.0, 2.0]], requires_grad=True)
+    (x.repeat(2, 2) * w).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1 + 3 + 5 + 7, 2 + 4 + 6 + 8]])
+
+
+def test_transpose_property_warnings():
+    with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2 "
+                                         "to reverse their shape is deprecated"):
+        assert jg.zeros(2, 3, 4).T.shape == (4, 3, 2)
+    with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+        assert jg.tensor(1.0).T.shape == ()
+    assert jg.zeros(2, 3, 4).mT.shape == (2, 4, 3)
+
+
+@pytest.mark.parametrize("op, error, message", [
+    (lambda: jg.zeros(2, 2, 2).t(), RuntimeError,
+     "t() expects a tensor with <= 2 dimensions, but self is 3D"),
+    (lambda: jg.zeros(2).mT, RuntimeError,
+     "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor."),
+    (lambda: jg.cat([jg.ones(2, 3), jg.ones(2, 4)]), RuntimeError,
+     "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 4 for "
+     "tensor number 1 in the list."),
+    (lambda: jg.cat([jg.tensor(1.0), jg.ones(2)]), RuntimeError,
+     "zero-dimensional tensor (at position 0) cannot be concatenated"),
+    (lambda: jg.cat([jg.ones(2, 3), jg.ones(3)]), RuntimeError,
+     "Tensors must have same number of dimensions: got 2 and 1"),
+    (lambda: jg.cat([]), ValueError, "expected a non-empty list of Tensors"),
+    (lambda: jg.stack([jg.ones(2), jg.ones(3)]), RuntimeError,
+     "stack expects each tensor to be equal size, but got [2] at entry 0 and [3] at entry 1"),
+    (lambda: jg.ones(5).narrow(0, 4, 3), RuntimeError,
+     "start (4) + length (3) exceeds dimension size (5)."),
+    (lambda: jg.ones(5).narrow(0, 6, 0), IndexError,
+     "start out of range (expected to be in range of [-5, 5], but got 6)"),
+    (lambda: jg.ones(3).select(0, 5), IndexError,
+     "select(): index 5 out of range for tensor of size [3] at dimension 0"),
+    (lambda: jg.ones(6).split([2, 3]), RuntimeError,
+     "split_with_sizes expects split_sizes to sum exactly to 6 (input tensor's size at dimension "
+     "0), but got split_sizes=[2, 3]"),
+    (lambda: jg.ones(6).chunk(0), RuntimeError,
+     "chunk expects `chunks` to be greater than 0, got: 0"),
+    (lambda: jg.ones(2, 3).expand(4, 3), RuntimeError,
+     "The expanded size of the tensor (4) must match the existing size (2) at non-singleton "
+     "dimension 0.  Target sizes: [4, 3].  Tensor sizes: [2, 3]"),
+    (lambda: jg.ones(2, 3).movedim((0, 1), (0,)), RuntimeError,
+     "movedim: Invalid source or destination dims: source ([0, 1] dims) should contain the same "
+     "number of dims as destination ([0] dims)"),
+    (lambda: jg.ones(6).unflatten(0, (2, 2)), RuntimeError,
+     "unflatten: Provided sizes [2, 2] don't multiply up to the size of dim 0 (6) in the input "
+     "tensor"),
+    (lambda: jg.ones(2, 3, 4).flatten(2, 1), RuntimeError,
+     "flatten() has invalid args: start_dim cannot come after end_dim"),
+    (lambda: jg.ones(3).tril(), RuntimeError, "tril: input tensor must have at least 2 dimensions"),
+    (lambda: jg.ones(2, 2).repeat(2), RuntimeError,
+     "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"),
+    (lambda: jg.ones(2, 3).diagonal(0, 1, 1), RuntimeError,
+     "diagonal dimensions cannot be identical 1, 1"),
+    (lambda: jg.ones(2, 3).permute(0, 0), RuntimeError,
+     "permute(): duplicate dims are not allowed"),
+    (lambda: jg.ones(3, 4).roll((1, 2), (0,)), RuntimeError,
+     "shifts and dimensions must align. shifts: 2, dims:1"),
+    (lambda: jg.zeros(3, 3).flip((0, 0)), RuntimeError,
+     "dim 0 appears multiple times in the list of dims"),
+])
+def test_shape_op_errors(op, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        op()

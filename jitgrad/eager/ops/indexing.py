@@ -49,7 +49,7 @@ def _index_add_into_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (xp.getitem(g, ctx.params["index"]),)
 
 
-def unwritten_mask(shape: tuple[int, ...], index: tuple) -> np.ndarray:
+def _unwritten_mask(shape: tuple[int, ...], index: tuple) -> np.ndarray:
     """bool array of `shape`: True where `x[index] = ...` does not write."""
     keep = np.ones(shape, dtype=np.bool_)
     keep[index] = False
@@ -73,7 +73,7 @@ def _put_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     index, accumulate = ctx.params["index"], ctx.params["accumulate"]
     grad_x = grad_values = None
     if need_x:
-        grad_x = g if accumulate else xp.where(unwritten_mask(shape, index), g, 0)
+        grad_x = g if accumulate else xp.where(_unwritten_mask(shape, index), g, 0)
     if need_values:
         grad_values = xp.getitem(g, index)
     return grad_x, grad_values
@@ -100,6 +100,8 @@ SCATTER_ADD = register("scatter_add", _put_forward, _put_backward,
                        source="self: g; src: gather(g)")
 INDEX_ADD = register("index_add", _put_forward, _put_backward,
                      source="self: g; source: index_select(g)")
+
+
 def _nonzero_meta(x: Any) -> Any:
     raise RuntimeError("nonzero: the number of rows of the result depends on the input's values, "
                        "so no shape rule can predict it")
@@ -254,8 +256,8 @@ def _dim_index(index: Tensor, input: Tensor, dim: int, name: str) -> tuple:
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """out[i][j] = input[index[i][j]][j] for dim 0 (any rank); out has index's shape.
 
-    Raises RuntimeError for a non-int64 index, differing ranks, an index larger than the
-    input outside `dim`, or out-of-range values.
+    Raises RuntimeError for an index that is not int32/int64, differing ranks, an index
+    larger than the input outside `dim`, or out-of-range values.
     """
     if input._data.ndim == 0:
         return gather(input.reshape(1), 0, index.reshape(-1)).reshape(index._data.shape)

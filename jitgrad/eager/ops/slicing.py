@@ -142,7 +142,8 @@ def _multi_view(x: Tensor, op: OpDef, params: dict[str, Any], step_op: OpDef,
     fn = outs[0]._grad_fn
     if fn is not None:
         fn.num_outputs = len(outs)
-    for out, p in zip(outs, step_params, strict=True):
+    for i, (out, p) in enumerate(zip(outs, step_params, strict=True)):
+        out._output_nr = i  # also without a node: PyTorch's E9 names the output's number
         make_view(x, out, step_op, p, creation)
     return outs
 
