@@ -309,7 +309,8 @@ def _call_tensor_hook(hook: Any, grad: Any, create_graph: bool) -> Any:
 def _call_post_hooks(node: Node, hooks: Any, outputs: tuple[Any, ...], grads: list[Any],
                      create_graph: bool) -> tuple[Any, ...]:
     for hook in list(hooks.post_hooks.values()):
-        result = hook(tuple(_maybe_tensor(g) for g in outputs), tuple(_maybe_tensor(g) for g in grads))
+        grad_inputs = tuple(_maybe_tensor(g) for g in outputs)
+        result = hook(grad_inputs, tuple(_maybe_tensor(g) for g in grads))
         if result is not None:
             outputs = tuple(_unwrap(g, create_graph) for g in result)
     return outputs

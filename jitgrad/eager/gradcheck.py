@@ -64,7 +64,8 @@ def _analytical_jacobians(fn: Callable, inputs: Sequence[Any]) -> list[list[np.n
         for k in range(out._data.size):
             onehot = np.zeros(out._data.size, dtype=out._data.dtype)
             onehot[k] = 1
-            grads = autograd_grad([out], diff_inputs, [Tensor._make(onehot.reshape(out._data.shape))],
+            seed = Tensor._make(onehot.reshape(out._data.shape))
+            grads = autograd_grad([out], diff_inputs, [seed],
                                   retain_graph=True, allow_unused=True)
             for i, g in enumerate(grads):
                 if g is not None:

@@ -148,7 +148,7 @@ class Node:
         return self.hooks
 
     def register_hook(self, fn: Callable) -> RemovableHandle:
-        """Run `fn(grad_inputs, grad_outputs)` after this node; a tuple return replaces grad_inputs."""
+        """Run `fn(grad_inputs, grad_outputs)` after this node; a tuple return replaces them."""
         return add_hook(self._hooks().post_hooks, fn)
 
     def register_prehook(self, fn: Callable) -> RemovableHandle:

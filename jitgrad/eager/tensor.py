@@ -59,12 +59,13 @@ class device:  # noqa: N801 - PyTorch spells it `torch.device`
     __slots__ = ("type", "index")
 
     def __init__(self, type: str | device = "cpu", index: int | None = None) -> None:  # noqa: A002
-        if isinstance(type, device):
-            type, index = type.type, type.index
-        kind = type.split(":")[0]
+        name = type
+        if isinstance(name, device):
+            name, index = name.type, name.index
+        kind = name.split(":")[0]
         if kind not in ("cpu", "cuda", "mps", "meta"):
             raise RuntimeError(f"Expected one of cpu, cuda, mps device type at start of device "
-                               f"string: {type}")
+                               f"string: {name}")
         self.type = kind
         self.index = index
 
@@ -352,14 +353,15 @@ class Tensor:
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
         """Call `hook(tensor)` after `.grad` of this leaf is updated by a backward."""
         if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
             self._post_acc_hooks = {}
         return add_hook(self._post_acc_hooks, hook)
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's `.grad` (see `jitgrad.autograd.backward`)."""
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad` (`jitgrad.autograd.backward`)."""
         from jitgrad.eager.engine import backward
 
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph,

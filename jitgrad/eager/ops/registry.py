@@ -159,7 +159,7 @@ class OpNode(Node):
         return tuple([v._data if isinstance(v, Tensor) else v for v in saved.values])
 
     def _output_tensor(self, output_nr: int) -> Any:
-        """Rebuild the saved output as a Tensor whose grad_fn is this node (PyTorch does the same)."""
+        """The saved output as a Tensor whose grad_fn is this node (as PyTorch rebuilds it)."""
         index = self.op.save_index.index(-1)
         out = Tensor._make(self.saved.values[index], True, self, output_nr)
         out._vc = self.saved.counters[index]
