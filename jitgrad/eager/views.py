@@ -87,16 +87,16 @@ def view_op(source: Tensor, op: OpDef, params: dict[str, Any]) -> Tensor:
     return make_view(source, out, op, params)
 
 
-def replay_forward(view: ViewInfo, value: Any) -> Any:
+def replay_forward(replay: tuple[ReplayStep, ...], value: Any) -> Any:
     """The region of `value` (shaped like the base) that the view looks at."""
-    for step in view.replay:
+    for step in replay:
         value = step.forward(value)
     return value
 
 
-def replay_backward(view: ViewInfo, xp: Any, g: Any) -> Any:
+def replay_backward(replay: tuple[ReplayStep, ...], xp: Any, g: Any) -> Any:
     """Gradient of the base from a gradient of the view, through each view op's formula."""
-    for step in reversed(view.replay):
+    for step in reversed(replay):
         g = step.backward(xp, g)
     return g
 
@@ -108,17 +108,17 @@ class AsStridedBackward(Node):
     summed where the view repeats elements, e.g. after expand).
     """
 
-    __slots__ = ("view",)
+    __slots__ = ("replay",)
 
     def __init__(self, view: ViewInfo, base_edge: Any, base: Tensor) -> None:
         super().__init__()
-        self.view = view
+        self.replay = view.replay  # not the ViewInfo: the graph must not keep the base alive
         self.next_edges = (base_edge,)
         self.input_metadata = ((base._data.shape, base._data.dtype),)
 
     def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
         xp = xp_namespaces.TENSOR if create_graph else xp_namespaces.NUMPY
-        return (replay_backward(self.view, xp, grad_outputs[0]),)
+        return (replay_backward(self.replay, xp, grad_outputs[0]),)
 
 
 def refresh_view_grad_fn(t: Tensor) -> None:
@@ -157,12 +157,12 @@ class CopySlices(Node):
     Shapes: g like the base -> (grad of the base, fn's grads for inputs 1..n).
     """
 
-    __slots__ = ("view", "fn", "view_shape")
+    __slots__ = ("replay", "fn", "view_shape")
 
     def __init__(self, base: Tensor, view: ViewInfo, view_shape: tuple[int, ...],
                  fn: Node) -> None:
         super().__init__()
-        self.view = view
+        self.replay = view.replay  # not the ViewInfo, which refers to the base: no cycle
         self.fn = fn
         self.view_shape = view_shape
         self.next_edges = (gradient_edge(base),) + tuple(fn.next_edges[1:])
@@ -174,7 +174,7 @@ class CopySlices(Node):
         if create_graph:
             return self._apply_by_masks(xp_namespaces.TENSOR, g, True)
         result = np.array(g, copy=True)
-        region = replay_forward(self.view, result)
+        region = replay_forward(self.replay, result)
         if not np.may_share_memory(region, result):  # a reshape step had to copy
             return self._apply_by_masks(xp_namespaces.NUMPY, g, False)
         grads = self.fn.apply([np.array(region, copy=True)], False)
@@ -183,12 +183,12 @@ class CopySlices(Node):
 
     def _apply_by_masks(self, xp: Any, g: Any, create_graph: bool) -> tuple[Any, ...]:
         """The same result without writing into a buffer: g outside the region + fn's grad."""
-        grads = self.fn.apply([replay_forward(self.view, g)], create_graph)
+        grads = self.fn.apply([replay_forward(self.replay, g)], create_graph)
         ones = np.ones(self.view_shape, dtype=self.input_metadata[0][1])
-        outside = replay_backward(self.view, xp_namespaces.NUMPY, ones) == 0
+        outside = replay_backward(self.replay, xp_namespaces.NUMPY, ones) == 0
         base_grad = g * outside
         if grads[0] is not None:
-            base_grad = base_grad + replay_backward(self.view, xp, self._fit(xp, grads[0]))
+            base_grad = base_grad + replay_backward(self.replay, xp, self._fit(xp, grads[0]))
         return (base_grad,) + tuple(grads[1:])
 
     def _fit(self, xp: Any, grad: Any) -> Any:

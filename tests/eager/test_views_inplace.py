@@ -564,3 +564,23 @@ def test_transpose_property_warnings():
 def test_shape_op_errors(op, error, message):
     with pytest.raises(error, match=re.escape(message)):
         op()
+
+
+def test_graphs_through_views_and_copy_slices_are_freed_without_gc():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        a = _leaf([1.0, 2.0, 3.0, 4.0])
+        b = a.clone()
+        view = b[1:3]
+        view.mul_(10)
+        b.mul_(2)
+        nodes = [weakref.ref(b.grad_fn), weakref.ref(view.grad_fn),
+                 weakref.ref(b.grad_fn.next_functions[0][0])]
+        base = weakref.ref(b)
+        del b, view
+        assert base() is None and all(node() is None for node in nodes)
+    finally:
+        gc.enable()
