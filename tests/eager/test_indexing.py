@@ -318,3 +318,16 @@ def test_gradient_of_the_gradient(name):
     for g_recorded, g_plain in zip(recorded, plain, strict=True):
         np.testing.assert_allclose(g_recorded.detach().numpy(), g_plain.numpy(), rtol=1e-12)
     assert jg.autograd.gradcheck(first_gradient, tensors, atol=1e-5)
+
+
+def test_python_range_indexes_like_a_list():
+    logprobs = _leaf(np.log(np.full((3, 4), 0.25)))
+    targets = jg.tensor([0, 3, 3])
+    loss = -logprobs[range(3), targets].mean()
+    loss.backward()
+    expected = np.zeros((3, 4))
+    expected[[0, 1, 2], [0, 3, 3]] = -1 / 3
+    np.testing.assert_allclose(logprobs.grad.numpy(), expected)
+    x = jg.zeros(3, 4)
+    x[range(3), targets] -= 1
+    assert x.sum().item() == -3.0 and x[1, 3].item() == -1.0

@@ -57,7 +57,7 @@ def _classify(obj: Any) -> tuple[str, Any]:
         return "bool", bool(obj)
     if isinstance(obj, (int, np.integer)):
         return "int", int(obj)
-    if isinstance(obj, (Tensor, np.ndarray, list, tuple)):
+    if isinstance(obj, (Tensor, np.ndarray, list, tuple, range)):
         array = _index_array(obj)
         if array.ndim == 0:
             return ("bool", bool(array)) if array.dtype.kind == "b" else ("int", int(array))
@@ -71,7 +71,8 @@ def _as_tuple(index: Any) -> tuple:
     if isinstance(index, tuple):
         return index
     if isinstance(index, list) and len(index) < 32 and any(
-            isinstance(x, (list, tuple, Tensor, np.ndarray, slice)) or x is None or x is Ellipsis
+            isinstance(x, (list, tuple, range, Tensor, np.ndarray, slice)) or x is None
+            or x is Ellipsis
             for x in index):
         warnings.warn(WARN_SEQUENCE_INDEX, UserWarning, stacklevel=4)
         return tuple(index)
