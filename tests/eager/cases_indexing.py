@@ -136,6 +136,8 @@ CASES = [
     OpCase("index_put_accumulate_duplicates",
            lambda a, v: a.index_put((jg.tensor([0, 0, 2]),), v, accumulate=True),
            lambda a, v: _put(a, ([0, 0, 2],), v, True), (T, Arg((4,)))),
+    OpCase("take_negative", lambda a: jg.take(a, jg.tensor([[0, -1], [5, 5]])),
+           lambda a: a.reshape(-1)[[[0, -1], [5, 5]]], (T,)),
     OpCase("masked_select", lambda a: jg.masked_select(a, jg.tensor(MASK)), lambda a: a[MASK],
            (A,)),
     OpCase("masked_select_broadcast",

@@ -92,6 +92,7 @@ GATHER = register("gather", _index_forward, _index_backward,
                   source="scatter-add g into zeros")
 INDEX_SELECT = register("index_select", _index_forward, _index_backward,
                         source="index-add g into zeros")
+TAKE = register("take", _index_forward, _index_backward, source="index-add g into zeros")
 MASKED_SELECT = register("masked_select", _index_forward, _index_backward,
                          source="scatter g into zeros at the mask")
 SCATTER = register("scatter", _put_forward, _put_backward,
@@ -362,6 +363,21 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     return put(INDEX_ADD, input, along(d, idx), source, True)
 
 
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of the flattened input at `index` (any shape; negatives count from the end).
+
+    Raises IndexError for an index out of range.
+    """
+    flat = input.reshape(-1)
+    idx = index._data
+    size = flat._data.shape[0]
+    bad = idx[(idx >= size) | (idx < -size)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {bad.reshape(-1)[0]} on a tensor of "
+                         f"{size} elements.")
+    return apply_op(TAKE, (flat,), (flat._data,), {"index": (np.where(idx < 0, idx + size, idx),)})
+
+
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The 1-D tensor of input's elements where `mask` (bool, broadcast with input) is True."""
     m = mask._data
@@ -389,12 +405,13 @@ def argwhere(input: Tensor) -> Tensor:
     return apply_op(NONZERO, (input,), (input._data,))
 
 
-__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put",
+__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "index_put", "take",
            "masked_select", "take_along_dim", "nonzero", "argwhere"]
 
 METHODS = {
     "__getitem__": getitem, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
     "index_select": index_select, "index_add": index_add, "index_put": index_put,
-    "masked_select": masked_select, "take_along_dim": take_along_dim, "nonzero": nonzero,
+    "take": take, "masked_select": masked_select, "take_along_dim": take_along_dim,
+    "nonzero": nonzero,
     "argwhere": argwhere,
 }

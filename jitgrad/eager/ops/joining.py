@@ -201,6 +201,45 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([t.reshape(1, -1) if t._data.ndim < 2 else t for t in tensors], 0)
 
 
+def atleast_1d(*tensors: Any) -> Any:
+    """Each tensor with at least 1 dim (0-d becomes shape (1,)); one tensor or a tuple."""
+    return _each(tensors, lambda t: t.reshape(1) if t._data.ndim == 0 else t)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    """Each tensor with at least 2 dims: 0-d -> (1, 1), (n,) -> (1, n)."""
+    return _each(tensors, lambda t: t.reshape(1, -1) if t._data.ndim < 2 else t)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """Each tensor with at least 3 dims: 0-d -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1).
+    """
+    def lift(t: Tensor) -> Tensor:
+        shape = t._data.shape
+        if len(shape) >= 3:
+            return t
+        return t.reshape((1, -1, 1) if len(shape) < 2 else shape + (1,))
+    return _each(tensors, lift)
+
+
+def _each(tensors: tuple, fn: Any) -> Any:
+    """PyTorch's atleast_*: one tensor in, one out; several (or a sequence) in, a tuple out."""
+    if len(tensors) == 1 and isinstance(tensors[0], Tensor):
+        return fn(tensors[0])
+    items = tensors[0] if len(tensors) == 1 else tensors
+    return tuple(fn(t) for t in items)
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along dim 2 after making every input at least 3-D."""
+    return cat([atleast_3d(t) for t in tensors], 2)
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Stack 0-d/1-D inputs as columns (2-D inputs are kept) and concatenate along dim 1."""
+    return cat([t.reshape(-1, 1) if t._data.ndim < 2 else t for t in tensors], 1)
+
+
 def repeat(input: Tensor, *repeats: Any) -> Tensor:
     """Tile the tensor `repeats[i]` times along each dim (extra leading repeats add dims).
 
@@ -237,6 +276,20 @@ def _dims_arg(dims: Any, ndim: int) -> tuple[int, ...]:
 def flip(input: Tensor, dims: Any) -> Tensor:
     """Reverse the order of elements along `dims` (a copy, as in PyTorch)."""
     return apply_op(FLIP, (input,), (input._data,), {"dims": _dims_arg(dims, input._data.ndim)})
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse the columns (dim 1). Raises RuntimeError for inputs below 2-D."""
+    if input._data.ndim < 2:
+        raise RuntimeError(f"Input must be >= 2-d. (got shape {list(input._data.shape)})")
+    return flip(input, 1)
+
+
+def flipud(input: Tensor) -> Tensor:
+    """Reverse the rows (dim 0). Raises RuntimeError for 0-d inputs."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, 0)
 
 
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
@@ -305,8 +358,9 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     return apply_op(REPEAT_INTERLEAVE, (input,), (input._data,), {"repeats": reps, "dim": d})
 
 
-__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "tile", "flip", "roll",
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
+           "atleast_1d", "atleast_2d", "atleast_3d", "tile", "flip", "fliplr", "flipud", "roll",
            "tril", "triu", "repeat_interleave"]
 
-METHODS = {"repeat": repeat, "tile": tile, "flip": flip, "roll": roll, "tril": tril, "triu": triu,
-           "repeat_interleave": repeat_interleave}
+METHODS = {"repeat": repeat, "tile": tile, "flip": flip, "fliplr": fliplr, "flipud": flipud,
+           "roll": roll, "tril": tril, "triu": triu, "repeat_interleave": repeat_interleave}

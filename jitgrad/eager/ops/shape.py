@@ -20,10 +20,17 @@ from jitgrad.eager.ops import joining, slicing
 from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.creation import view_as_dtype
 from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__)
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
     cat,
+    column_stack,
     concat,
     concatenate,
+    dstack,
     flip,
+    fliplr,
+    flipud,
     hstack,
     repeat_interleave,
     roll,
@@ -36,6 +43,7 @@ from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.slicing import (  # noqa: F401  (re-exported, see __all__)
     chunk,
+    diag,
     diagonal,
     narrow,
     select,
@@ -356,6 +364,38 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(expand(t, shape) for t in tensors)
 
 
+def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
+    """Coordinate grids of 0-d/1-D tensors, as expanded views (one per input).
+
+    indexing: "ij" (output dim i follows input i) or "xy" (first two dims swapped);
+    without it PyTorch warns and uses "ij". Raises RuntimeError for inputs above 1-D.
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got a tensor of shape {list(t._data.shape)}")
+    sizes = [t._data.size for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    grids = []
+    for i, t in enumerate(tensors):
+        dim = {0: 1, 1: 0}.get(i, i) if swap else i
+        shape = [1] * len(tensors)
+        shape[dim] = -1
+        grids.append(expand(reshape(t, *shape), *sizes))
+    return tuple(grids)
+
+
 # ----- copies ------------------------------------------------------------------------
 
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
@@ -372,7 +412,7 @@ def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
 
 __all__ = ["reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze", "unsqueeze",
            "flatten", "unflatten", "ravel", "movedim", "moveaxis", "broadcast_to",
-           "broadcast_tensors", "clone", *slicing.__all__, *joining.__all__]
+           "broadcast_tensors", "meshgrid", "clone", *slicing.__all__, *joining.__all__]
 
 METHODS = {
     "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as,

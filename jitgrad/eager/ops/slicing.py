@@ -104,6 +104,12 @@ def _unbind_backward(xp: Any, ctx: Any, grads: list[Any]) -> tuple:
     return (xp.cat(pieces, dim),)
 
 
+def _diag_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    n = ctx.input_metadata[0][0][0]
+    offset = ctx.params["diagonal"]
+    return (xp.getitem(g, _diagonal_index((n + abs(offset),) * 2, offset, 0, 1)),)
+
+
 NARROW = register("narrow", _narrow_forward, _narrow_backward,
                   source="zeros with g written into the slice")
 SELECT = register("select", _select_forward, _select_backward,
@@ -114,6 +120,8 @@ SPLIT = register("split", _split_forward, _split_backward, num_outputs=2,
                  source="concatenate the pieces' grads (zeros for unused pieces)")
 SPLIT_WITH_SIZES = register("split_with_sizes", _split_forward, _split_backward, num_outputs=2,
                             source="concatenate the pieces' grads (zeros for unused pieces)")
+DIAG = register("diag", lambda v, diagonal: np.diag(v, diagonal), _diag_backward,
+                source="the gradient's diagonal")
 UNBIND = register("unbind", _unbind_forward, _unbind_backward, num_outputs=2,
                   source="stack the pieces' grads (zeros for unused pieces)")
 
@@ -199,6 +207,17 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     return view_op(input, DIAGONAL, {"offset": int(offset), "dim1": d1, "dim2": d2})
 
 
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """1-D input: the square matrix with it on the `diagonal`-th diagonal; 2-D input: a copy
+    of that diagonal. Raises RuntimeError for other ranks."""
+    ndim = input._data.ndim
+    if ndim == 1:
+        return apply_op(DIAG, (input,), (input._data,), {"diagonal": int(diagonal)})
+    if ndim == 2:
+        return view_op(input, DIAGONAL, {"offset": int(diagonal), "dim1": 0, "dim2": 1}).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D")
+
+
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of consecutive pieces along `dim`: of size `split_size_or_sections` (the last
     may be smaller) or of the listed sizes. The pieces may not be modified in place while
@@ -267,7 +286,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     return _multi_view(input, UNBIND, {"dim": d}, SELECT, steps)
 
 
-__all__ = ["narrow", "select", "diagonal", "split", "chunk", "unbind"]
+__all__ = ["narrow", "select", "diagonal", "diag", "split", "chunk", "unbind"]
 
-METHODS = {"narrow": narrow, "select": select, "diagonal": diagonal, "split": split,
+METHODS = {"narrow": narrow, "select": select, "diagonal": diagonal, "diag": diag, "split": split,
            "chunk": chunk, "unbind": unbind}
