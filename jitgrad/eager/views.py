@@ -12,6 +12,14 @@ Note [View grad_fn regeneration]: when the shared storage is modified in place t
 another alias, PyTorch rebuilds the view's grad_fn lazily as `AsStridedBackward` on top
 of the base's new history. We do the same: a view records the version at which its
 grad_fn was built, and `Tensor.grad_fn` calls `refresh_view_grad_fn` when it changed.
+
+An in-place op through a view rewrites the *base's* history: its grad_fn becomes a
+`CopySlices` node around the op's node (the recipe is in `ops/inplace.py`).
+
+Known difference: PyTorch computes a view's `requires_grad` from its base on every
+access; here it is set when the view is made and when its grad_fn is rebuilt, so a view
+taken before its base started to require grad (e.g. `v = x[:2]; x[1:] = w`) does not
+record history until its grad_fn is next read.
 """
 
 from __future__ import annotations
