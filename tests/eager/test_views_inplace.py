@@ -199,6 +199,8 @@ def test_view_made_under_no_grad_modified_with_grad_raises_e10():
         leaf_view.mul_(2)
     with pytest.raises(RuntimeError, match=E10):
         v[0] = jg.ones((), requires_grad=True)
+    with pytest.raises(RuntimeError, match=E10):
+        v[0] = 1.0
     with jg.no_grad():
         v.mul_(2)  # both inside no_grad: fine, not tracked
     np.testing.assert_array_equal(b.detach().numpy(), [2.0, 4.0, 3.0, 4.0])

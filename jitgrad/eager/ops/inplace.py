@@ -282,8 +282,10 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     value that requires grad into a tensor that does not makes it require grad.
     """
     basic, advanced = parse_index(self._data.shape, index)
-    if not STATE.enabled or not (self._requires_grad or isinstance(value, Tensor)
-                                 and value._requires_grad):
+    view = self._view
+    if not STATE.enabled or not (self._requires_grad
+                                 or isinstance(value, Tensor) and value._requires_grad
+                                 or view is not None and view.base._requires_grad):
         _setitem_untracked(self, basic, advanced, value)
         return
     target = self
