@@ -507,3 +507,19 @@ def test_concurrent_backward_into_same_leaf():
     for t in threads:
         t.join()
     assert x.grad.item() == 16.0
+
+
+def test_operand_saved_only_for_the_gradient_that_needs_it():
+    # as PyTorch's mul: `h` is saved only for `c`'s gradient, which nobody needs, so
+    # modifying h in place afterwards is fine; modifying `c` (needed for h's gradient) is not
+    x = leaf([1.0, 2.0])
+    h = x * 1
+    c = jg.tensor([3.0, 4.0], dtype=jg.float64)
+    y = h * c
+    h.add_(1)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    y2 = (x * 1) * c
+    c.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y2.sum().backward()

@@ -29,11 +29,12 @@ def _matmul_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
     need_a, need_b = ctx.needs_input_grad
     if len(a_shape) == 1 and len(b_shape) == 1:
         return (g * b if need_a else None), (g * a if need_b else None)
+    # a is saved only for b's gradient and b only for a's (saved_for below)
     if len(a_shape) == 1:
-        a = xp.reshape(a, (1, a_shape[0]))
+        a = xp.reshape(a, (1, a_shape[0])) if need_b else None
         g = xp.reshape(g, g_shape_insert(ctx, -2))
     if len(b_shape) == 1:
-        b = xp.reshape(b, (b_shape[0], 1))
+        b = xp.reshape(b, (b_shape[0], 1)) if need_a else None
         g = xp.reshape(g, g_shape_insert(ctx, -1))
     grad_a = grad_b = None
     if need_a:
@@ -71,6 +72,7 @@ def _matrix_dims(ctx: Any) -> list[int]:
 
 
 MATMUL = register("matmul", np.matmul, _matmul_backward, inputs=("a", "b"), saves=("a", "b"),
+                  saved_for={"a": "b", "b": "a"},
                   source="Giles 2008, matrix derivative results")
 
 
@@ -201,6 +203,7 @@ def _linear_backward(xp: Any, ctx: Any, g: Any, x: Any, weight: Any) -> tuple:
 
 
 LINEAR = register("linear", _linear_forward, _linear_backward, saves=("x", "weight"),
+                  saved_for={"x": "weight", "weight": "x"},
                   source="Giles 2008 (matmul rule) with W stored (out, in)")
 
 

@@ -67,8 +67,9 @@ def _div_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 AB = ("a", "b")
 ADD = register("add", np.add, _add_backward, inputs=AB, source="d(a+b) = da + db")
 SUB = register("sub", np.subtract, _sub_backward, inputs=AB, source="d(a-b) = da - db")
-MUL = register("mul", np.multiply, _mul_backward, inputs=AB, saves=AB, source="product rule")
-DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB,
+MUL = register("mul", np.multiply, _mul_backward, inputs=AB, saves=AB,
+               saved_for={"a": "b", "b": "a"}, source="product rule")
+DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_for={"a": "b"},
                source="quotient rule")
 
 

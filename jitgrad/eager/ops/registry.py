@@ -12,7 +12,9 @@ Backward contract, shared by eager autograd, `create_graph` and the compiler:
   Formulas use Python operators and `xp.*` only, so they run on all three.
 - `g` is the gradient of the output (a list, one per output, for multi-output ops).
 - `saved` are the values named in `saves` (input names or "out"), unpacked in that
-  order (a Python scalar operand arrives as itself).
+  order (a Python scalar operand arrives as itself). A value listed in `saved_for`
+  is saved only when the named input needs a gradient (as PyTorch's mul saves `other`
+  only for `self`'s gradient), and arrives as None otherwise.
 - `ctx` is the node: `ctx.params` (the op's non-tensor arguments), `ctx.needs_input_grad`,
   `ctx.input_metadata[i]` = (shape, numpy dtype) of input i.
 - A formula may return a gradient with a broadcast shape; the engine sums it to the
@@ -47,19 +49,21 @@ class OpDef:
     inputs:   names of the tensor operands (forward's positional parameters).
     backward: see the module docstring; None for ops without a derivative (argmax, eq).
     saves:    names among forward's positional parameters, or "out".
+    saved_for: {saved name: input name}: save it only when that input needs a gradient.
+    num_outputs: outputs of the forward; None when it varies per call (split, unbind).
     source:   where the derivative comes from (textbook rule or paper).
     meta:     the shape/dtype rule, `(TensorMeta or scalar per input, **params) ->
               TensorMeta` (a tuple for multi-output ops); by default inferred by running
               the forward on zero-stride arrays (see `infer_meta`).
     """
 
-    __slots__ = ("name", "forward", "backward", "saves", "save_index", "input_names",
-                 "source", "node_class", "num_outputs", "differentiable", "meta")
+    __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_condition",
+                 "input_names", "source", "node_class", "num_outputs", "differentiable", "meta")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
-                 saves: tuple[str, ...] = (), source: str = "", num_outputs: int = 1,
+                 saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
                  node_name: str | None = None, inputs: tuple[str, ...] | None = None,
-                 meta: Callable | None = None) -> None:
+                 meta: Callable | None = None, saved_for: dict[str, str] | None = None) -> None:
         self.name = name
         self.meta = meta
         self.forward = forward
@@ -77,9 +81,17 @@ class OpDef:
             assert s == "out" or s in self.input_names, f"{name}: saves unknown value {s!r}"
         # -1 stands for the output; others index the forward's positional inputs
         self.save_index = tuple(-1 if s == "out" else self.input_names.index(s) for s in saves)
+        saved_for = saved_for or {}
+        # per saved value: the input whose gradient needs it, or -1 (always saved)
+        self.save_condition = tuple(self.input_names.index(saved_for[s]) if s in saved_for else -1
+                                    for s in saves)
         title = node_name or "".join(part.capitalize() for part in name.split("_"))
-        self.node_class = type(f"{title}Backward", (OpNode,),
-                               {"__slots__": (), "op": self, "num_outputs": num_outputs})
+        namespace: dict[str, Any] = {"__slots__": (), "op": self}
+        if num_outputs is None:
+            namespace["__slots__"] = ("num_outputs",)  # set per node by apply_op
+        else:
+            namespace["num_outputs"] = num_outputs
+        self.node_class = type(f"{title}Backward", (OpNode,), namespace)
 
     def infer_meta(self, inputs: tuple, params: dict[str, Any]) -> Any:
         """Output shape and dtype for inputs described by `TensorMeta`s (scalars as is).
@@ -115,9 +127,9 @@ class TensorMeta(NamedTuple):
 
 
 def register(name: str, forward: Callable, backward: Callable | None = None, *,
-             saves: tuple[str, ...] = (), source: str = "", num_outputs: int = 1,
+             saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
              node_name: str | None = None, inputs: tuple[str, ...] | None = None,
-             meta: Callable | None = None) -> OpDef:
+             meta: Callable | None = None, saved_for: dict[str, str] | None = None) -> OpDef:
     """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
 
     inputs: names of the forward's tensor operands, needed when `forward` is a numpy
@@ -126,7 +138,8 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
     `OpDef.infer_meta`).
     """
     assert name not in OPS, f"op {name!r} is defined twice"
-    op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta)
+    op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta,
+               saved_for)
     OPS[name] = op
     return op
 
@@ -213,24 +226,26 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
     node.input_metadata = tuple(metadata)
     if op.num_outputs == 1:
         result = Tensor._make(out, out.dtype.kind == "f", node)
-        node.saved = _save(op, inputs, out, result) if op.save_index else None
+        node.saved = _save(op, node.next_edges, inputs, out, result) if op.save_index else None
         return result
     results = tuple(Tensor._make(o, o.dtype.kind == "f", node, i) for i, o in enumerate(out))
-    node.saved = _save(op, inputs, out, results[0]) if op.save_index else None
+    if op.num_outputs is None:
+        node.num_outputs = len(results)
+    node.saved = _save(op, node.next_edges, inputs, out, results[0]) if op.save_index else None
     return results
 
 
-def _save(op: OpDef, inputs: tuple, out: Any, result: Tensor) -> SavedValues:
+def _save(op: OpDef, edges: tuple, inputs: tuple, out: Any, result: Tensor) -> SavedValues:
     values = []
     counters = []
     versions = []
-    for i in op.save_index:
+    for i, condition in zip(op.save_index, op.save_condition, strict=True):
         if i == -1:
             value, owner = out, result
         else:
             value = owner = inputs[i]
-            if not isinstance(owner, Tensor):
-                values.append(value)
+            if not isinstance(owner, Tensor) or (condition >= 0 and edges[condition] is None):
+                values.append(value if not isinstance(owner, Tensor) else None)
                 counters.append(None)
                 versions.append(0)
                 continue

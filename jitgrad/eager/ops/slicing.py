@@ -116,29 +116,14 @@ SELECT = register("select", _select_forward, _select_backward,
                   source="zeros with g written into the selected index")
 DIAGONAL = register("diagonal", _diagonal_forward, _diagonal_backward,
                     source="zeros with g written onto the diagonal")
-SPLIT = register("split", _split_forward, _split_backward, num_outputs=2,
+SPLIT = register("split", _split_forward, _split_backward, num_outputs=None,
                  source="concatenate the pieces' grads (zeros for unused pieces)")
-SPLIT_WITH_SIZES = register("split_with_sizes", _split_forward, _split_backward, num_outputs=2,
+SPLIT_WITH_SIZES = register("split_with_sizes", _split_forward, _split_backward, num_outputs=None,
                             source="concatenate the pieces' grads (zeros for unused pieces)")
 DIAG = register("diag", lambda v, diagonal: np.diag(v, diagonal), _diag_backward,
                 source="the gradient's diagonal")
-UNBIND = register("unbind", _unbind_forward, _unbind_backward, num_outputs=2,
+UNBIND = register("unbind", _unbind_forward, _unbind_backward, num_outputs=None,
                   source="stack the pieces' grads (zeros for unused pieces)")
-
-
-def _with_output_count(op: OpDef) -> None:
-    """split/unbind make as many outputs as asked: give their node a per-node count.
-
-    (`num_outputs=2` above only makes apply_op return a tuple; the engine sizes each
-    node's gradient buffer by the node's `num_outputs`.)
-    """
-    base = op.node_class
-    op.node_class = type(base.__name__, (base,), {"__slots__": ("num_outputs",)})
-
-
-_with_output_count(SPLIT)
-_with_output_count(SPLIT_WITH_SIZES)
-_with_output_count(UNBIND)
 
 
 def _multi_view(x: Tensor, op: OpDef, params: dict[str, Any], step_op: OpDef,
@@ -147,9 +132,6 @@ def _multi_view(x: Tensor, op: OpDef, params: dict[str, Any], step_op: OpDef,
     as made by a multi-output op (PyTorch forbids modifying those in place)."""
     outs = apply_op(op, (x,), (x._data,), params)
     creation = op.node_class.__name__.removesuffix("Backward")  # "Split", "Unbind", ...
-    fn = outs[0]._grad_fn
-    if fn is not None:
-        fn.num_outputs = len(outs)
     for i, (out, p) in enumerate(zip(outs, step_params, strict=True)):
         out._output_nr = i  # also without a node: PyTorch's E9 names the output's number
         make_view(x, out, step_op, p, creation)
