@@ -48,20 +48,24 @@ _engine_lock = threading.RLock()  # reentrant: hooks and formulas may call backw
 
 
 class ReadyQueue:
-    """Nodes whose dependencies are all satisfied, highest sequence_nr first."""
+    """Nodes whose dependencies are all satisfied, highest sequence_nr first.
+
+    A binary heap of `(-sequence_nr, tiebreak, node)`; `GraphTask.execute` pushes and pops
+    on `heap` directly (it is the engine's innermost loop).
+    """
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Node]] = []
-        self._tiebreak = itertools.count()
+        self.heap: list[tuple[float, int, Node]] = []
+        self.tiebreak = itertools.count()
 
     def push(self, node: Node) -> None:
-        heapq.heappush(self._heap, (-node.sequence_nr, next(self._tiebreak), node))
+        heapq.heappush(self.heap, (-node.sequence_nr, next(self.tiebreak), node))
 
     def pop(self) -> Node:
-        return heapq.heappop(self._heap)[2]
+        return heapq.heappop(self.heap)[2]
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self.heap)
 
 
 class GraphTask:
@@ -145,22 +149,25 @@ class GraphTask:
         for node in dict.fromkeys(roots):
             if dependencies.get(node, 0) == 0:
                 ready.push(node)
-        while ready:
-            node = ready.pop()
+        heap, tiebreak = ready.heap, ready.tiebreak
+        push, pop = heapq.heappush, heapq.heappop
+        add_to_buffer = self._add_to_buffer
+        while heap:
+            node = pop(heap)[2]
             grads = buffers.pop(node)
             outputs = self._run_node(node, grads, needed is None or node in needed)
             for edge, grad in zip(node.next_edges, outputs, strict=True):
                 if edge is None:
                     continue
-                child = edge.node
+                child = edge[0]
                 if grad is not None:
-                    self._add_to_buffer(child, edge.input_nr, grad)
+                    add_to_buffer(child, edge[1], grad)
                 remaining = dependencies[child] - 1
                 dependencies[child] = remaining
                 if remaining == 0:
                     if child not in buffers:
                         buffers[child] = [None] * child.num_outputs
-                    ready.push(child)
+                    push(heap, (-child.sequence_nr, next(tiebreak), child))
         return self.captured
 
     def _add_to_buffer(self, node: Node, slot: int, grad: Any) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -177,21 +177,29 @@ def tensor_type_name(t: Tensor) -> str:
 class SavedValues:
     """The values a backward formula reads, with the versions they had when saved.
 
-    entries: Tensors (saved inputs), numpy arrays (the saved output, with the output's
-    version counter) or plain Python values (scalars, no check).
+    values: Tensors (saved inputs), numpy arrays (the saved output) or plain Python
+    values (scalars, None; never checked). counters[i] is the VersionCounter to compare
+    with versions[i], or None for a saved Tensor, whose own `_version` is compared (a
+    tensor, its views and detach()es share one counter, so that sees every write).
     """
 
     __slots__ = ("values", "counters", "versions")
 
-    def __init__(self, values: tuple, counters: tuple, versions: tuple) -> None:
+    def __init__(self, values: Sequence[Any], counters: Sequence[Any],
+                 versions: Sequence[int]) -> None:
         self.values = values
         self.counters = counters
         self.versions = versions
 
     def check(self, node: Node, output: Callable[[int], Tensor]) -> None:
         for i, counter in enumerate(self.counters):
-            if counter is not None and counter.value != self.versions[i]:
-                self._raise_modified(node, i, output)
+            if counter is not None:
+                if counter.value != self.versions[i]:
+                    self._raise_modified(node, i, output)
+            else:
+                vc = getattr(self.values[i], "_vc", None)
+                if vc is not None and vc.value != self.versions[i]:
+                    self._raise_modified(node, i, output)
 
     def _raise_modified(self, node: Node, i: int, output: Callable[[int], Tensor]) -> None:
         value = self.values[i]
@@ -204,7 +212,7 @@ class SavedValues:
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an "
             f"inplace operation: [{tensor_type_name(t)} {list(t.shape)}], which is {where}, "
-            f"is at version {self.counters[i].value}; expected version {self.versions[i]} "
+            f"is at version {t._version}; expected version {self.versions[i]} "
             "instead. Hint: the operation that last wrote it in place ran after the "
             "forward op; clone() the tensor before modifying it, or modify it out of place.")
 

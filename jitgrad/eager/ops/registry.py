@@ -57,7 +57,7 @@ class OpDef:
               the forward on zero-stride arrays (see `infer_meta`).
     """
 
-    __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_condition",
+    __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_plan",
                  "input_names", "source", "node_class", "num_outputs", "differentiable", "meta")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
@@ -83,8 +83,9 @@ class OpDef:
         self.save_index = tuple(-1 if s == "out" else self.input_names.index(s) for s in saves)
         saved_for = saved_for or {}
         # per saved value: the input whose gradient needs it, or -1 (always saved)
-        self.save_condition = tuple(self.input_names.index(saved_for[s]) if s in saved_for else -1
-                                    for s in saves)
+        conditions = tuple(self.input_names.index(saved_for[s]) if s in saved_for else -1
+                           for s in saves)
+        self.save_plan = tuple(zip(self.save_index, conditions, strict=True))
         title = node_name or "".join(part.capitalize() for part in name.split("_"))
         namespace: dict[str, Any] = {"__slots__": (), "op": self}
         if num_outputs is None:
@@ -152,7 +153,7 @@ class OpNode(Node):
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
-        return tuple(e is not None for e in self.next_edges)
+        return tuple([e is not None for e in self.next_edges])
 
     def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
         op = self.op
@@ -212,21 +213,32 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
         return tuple(Tensor._make(o) for o in out)
     node = op.node_class()
     node.params = params
-    edges = []
-    metadata = []
-    for x in inputs:
-        if isinstance(x, Tensor):
-            edges.append(gradient_edge(x))
-            data = x._data
-            metadata.append((data.shape, data.dtype))
-        else:
-            edges.append(None)
-            metadata.append(None)
-    node.next_edges = tuple(edges)
-    node.input_metadata = tuple(metadata)
+    if len(inputs) == 1:  # unary ops: no loop (see Note [Hot path])
+        data = inputs[0]._data
+        node.next_edges = (gradient_edge(inputs[0]),)
+        node.input_metadata = ((data.shape, data.dtype),)
+    else:
+        edges = []
+        metadata = []
+        for x in inputs:
+            if isinstance(x, Tensor):
+                edges.append(gradient_edge(x))
+                data = x._data
+                metadata.append((data.shape, data.dtype))
+            else:
+                edges.append(None)
+                metadata.append(None)
+        node.next_edges = tuple(edges)
+        node.input_metadata = tuple(metadata)
     if op.num_outputs == 1:
         result = Tensor._make(out, out.dtype.kind == "f", node)
-        node.saved = _save(op, node.next_edges, inputs, out, result) if op.save_index else None
+        if op.save_index == _ONLY_OUTPUT:
+            counter = result._vc = VersionCounter()
+            node.saved = SavedValues((out,), (counter,), (0,))
+        elif op.save_index:
+            node.saved = _save(op, node.next_edges, inputs, out, result)
+        else:
+            node.saved = None
         return result
     results = tuple(Tensor._make(o, o.dtype.kind == "f", node, i) for i, o in enumerate(out))
     if op.num_outputs is None:
@@ -235,24 +247,30 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
     return results
 
 
+_ONLY_OUTPUT = (-1,)
+
+
 def _save(op: OpDef, edges: tuple, inputs: tuple, out: Any, result: Tensor) -> SavedValues:
+    """Snapshot what the backward reads. Saved input Tensors are held with their version
+    (their counter is read at unpack); the output array gets the output's counter, since
+    the output Tensor itself is not held (it would make a reference cycle)."""
     values = []
     counters = []
     versions = []
-    for i, condition in zip(op.save_index, op.save_condition, strict=True):
+    for i, condition in op.save_plan:
         if i == -1:
-            value, owner = out, result
-        else:
-            value = owner = inputs[i]
-            if not isinstance(owner, Tensor) or (condition >= 0 and edges[condition] is None):
-                values.append(value if not isinstance(owner, Tensor) else None)
-                counters.append(None)
-                versions.append(0)
-                continue
-        counter = owner._vc
-        if counter is None:
-            counter = owner._vc = VersionCounter()
+            counter = result._vc
+            if counter is None:
+                counter = result._vc = VersionCounter()
+            values.append(out)
+            counters.append(counter)
+            versions.append(counter.value)
+            continue
+        value = inputs[i]
+        if condition >= 0 and edges[condition] is None:
+            value = None  # only another input's gradient needs it, and none is wanted
         values.append(value)
-        counters.append(counter)
-        versions.append(counter.value)
-    return SavedValues(tuple(values), tuple(counters), tuple(versions))
+        counters.append(None)
+        vc = getattr(value, "_vc", None)
+        versions.append(0 if vc is None else vc.value)
+    return SavedValues(values, counters, versions)
