@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -454,6 +454,24 @@ class Tensor:
         from jitgrad.eager.ops.creation import rebuild_tensor
 
         return rebuild_tensor, (np.array(self._data), self._requires_grad, type(self))
+
+
+def reset_grads(tensors: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """Clear `.grad` of each tensor: to None, or zeroed in place (cut from any graph),
+    as `Module.zero_grad` and `Optimizer.zero_grad` do."""
+    for t in tensors:
+        grad = t._grad
+        if grad is None:
+            continue
+        if set_to_none:
+            t._grad = None
+            continue
+        if grad._grad_fn is not None:
+            grad.detach_()
+        else:
+            grad.requires_grad_(False)
+        grad._data[...] = 0
+        grad._bump_version()
 
 
 def normalize_dim(dim: int, ndim: int) -> int:

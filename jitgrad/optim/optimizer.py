@@ -21,7 +21,7 @@ import numpy as np
 
 from jitgrad.eager.grad_mode import enable_grad, no_grad
 from jitgrad.eager.node import tensor_type_name
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, reset_grads
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 
@@ -91,20 +91,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad`: to None (default) or to zeros in place."""
-        for group in self.param_groups:
-            for param in group["params"]:
-                grad = param._grad
-                if grad is None:
-                    continue
-                if set_to_none:
-                    param._grad = None
-                else:
-                    if grad._grad_fn is not None:
-                        grad.detach_()
-                    else:
-                        grad.requires_grad_(False)
-                    grad._data[...] = 0
-                    grad._bump_version()
+        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; returns the closure's loss (or None).

@@ -18,7 +18,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.node import RemovableHandle, add_hook, tensor_type_name
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, reset_grads
 from jitgrad.nn.modules.module_state import IncompatibleKeys, collect_state, load_state
 from jitgrad.nn.parameter import Parameter
 
@@ -371,19 +371,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad`: to None (default) or to zeros in place."""
-        for param in self.parameters():
-            grad = param._grad
-            if grad is None:
-                continue
-            if set_to_none:
-                param._grad = None
-            else:
-                if grad._grad_fn is not None:
-                    grad.detach_()
-                else:
-                    grad.requires_grad_(False)
-                grad._data[...] = 0
-                grad._bump_version()
+        reset_grads(self.parameters(), set_to_none)
 
     def _apply_to_tensors(self, convert: Callable[[np.ndarray], np.ndarray]) -> Module:
         """Convert every float parameter, gradient and buffer array; parameters keep identity."""
