@@ -113,6 +113,17 @@ class OpDef:
             return TensorMeta(out.shape, out.dtype)
         return tuple(TensorMeta(o.shape, o.dtype) for o in out)
 
+    def __call__(self, *inputs: Any, **params: Any) -> Any:
+        """Apply the op eagerly: `apply_op(self, inputs, arrays, params)` with each Tensor's data.
+
+        inputs: Tensors or Python scalars, one per forward input (scalars reach the
+        forward as they are, tensor data without a cast); params: the op's non-tensor
+        arguments. Records autograd history as any op call does. Generated graph code
+        (`jitgrad.trace` GraphModules) calls ops this way.
+        """
+        arrays = tuple([x._data if isinstance(x, Tensor) else x for x in inputs])
+        return apply_op(self, inputs, arrays, params)
+
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
 
