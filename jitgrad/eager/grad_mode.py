@@ -17,7 +17,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _GradState(threading.local):
+    """Per-thread eager state: grad mode, and the op recorder a compiler installs while
+    it traces (see Note [Recording ops while tracing] in jitgrad/eager/ops/registry.py)."""
+
     enabled = True
+    recorder = None
 
 
 STATE = _GradState()
@@ -26,6 +30,11 @@ STATE = _GradState()
 def is_grad_enabled() -> bool:
     """True when ops record autograd history in this thread."""
     return STATE.enabled
+
+
+def set_grad_mode(enabled: bool) -> None:
+    """Switch grad mode without a context manager (compiled graphs mark regions with it)."""
+    STATE.enabled = enabled
 
 
 class _GradModeContext:

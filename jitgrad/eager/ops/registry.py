@@ -21,6 +21,13 @@ Backward contract, shared by eager autograd, `create_graph` and the compiler:
   input's shape (research/eager_autograd.md §0.2) and casts it to the input's dtype.
 - Nothing computed in the numpy forward is saved: a backward is a pure function of
   params, saved inputs/outputs and g, so the compiler can trace it.
+
+Note [Recording ops while tracing]: `apply_op` is the single point every op passes
+through. While `jitgrad.trace` traces a function it installs `STATE.recorder` (thread
+local); `apply_op` then hands the call to it instead of running the numpy forward, and
+the recorder adds a graph node whose target is the OpDef. The public functions
+(argument checks, dtype promotion, dim normalization) run unchanged on fake tensors, so
+a traced graph holds exactly the ops eager mode would run.
 """
 
 from __future__ import annotations
@@ -211,6 +218,8 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
     dtype). Returns a Tensor (a tuple of Tensors for multi-output ops).
     See Note [Hot path] in tensor.py: this function runs once per op.
     """
+    if STATE.recorder is not None:
+        return STATE.recorder(op, inputs, arrays, params)
     out = op.forward(*arrays, **params) if params else op.forward(*arrays)
     record = False
     if STATE.enabled and op.differentiable:
