@@ -1,0 +1,66 @@
+"""`GraphModule`: a Graph compiled into a real Python function that runs eager ops.
+
+The function is `graph.python_code()` compiled under a readable file name,
+`<jitgrad graph forward_3>`, whose source is registered in `linecache`, so a traceback
+through a graph shows the generated line (`relu = ops.relu(mm)  # train.py:13`), and that
+line names the user's file:line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from jitgrad.trace.graph import Graph, generate_python
+
+_FORWARD_IDS = itertools.count()
+
+
+class GraphModule:
+    """A Graph plus the function its `python_code()` defines.
+
+    graph: the Graph (linted when compiled); attrs: values of its get_attr nodes,
+    `graph.attrs` updated with the `attrs` argument (e.g. other parameters of the same
+    names). `forward(*inputs) -> tuple` (also `gm(*inputs)`) takes one value per
+    placeholder, in order, and returns the output tuple; it calls OpDefs eagerly, so
+    autograd records through it. `code` is the source; `str(gm)` the graph listing.
+    Raises: RuntimeError (from `Graph.lint`) for a malformed graph.
+    """
+
+    def __init__(self, graph: Graph, attrs: dict[str, Any] | None = None) -> None:
+        self.graph = graph
+        self.attrs = dict(graph.attrs)
+        if attrs:
+            self.attrs.update(attrs)
+        self.recompile()
+
+    def recompile(self) -> None:
+        """Regenerate `code` and `forward` from the graph (after a pass edited it)."""
+        self.graph.lint()
+        source, namespace = generate_python(self.graph)
+        namespace["attrs"] = self.attrs
+        name = f"forward_{next(_FORWARD_IDS)}"
+        filename = f"<jitgrad graph {name}>"
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our generated code
+        # taken out of its own globals: no reference cycle, so it is freed without gc
+        forward: Callable[..., tuple] = namespace.pop("forward")
+        forward.__code__ = forward.__code__.replace(co_name=name, co_qualname=name)
+        forward.__qualname__ = forward.__name__ = name
+        # mtime None: linecache.checkcache keeps the entry (no file to compare against)
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True),
+                                     filename)
+        weakref.finalize(forward, linecache.cache.pop, filename, None)
+        self.code = source
+        self.forward = forward
+
+    def __call__(self, *inputs: Any) -> tuple:
+        return self.forward(*inputs)
+
+    def __str__(self) -> str:
+        return str(self.graph)
+
+    def __repr__(self) -> str:
+        return f"GraphModule({self.forward.__name__}, {len(self.graph.nodes)} nodes)"
