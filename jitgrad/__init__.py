@@ -56,3 +56,13 @@ cfloat = complex64
 cdouble = complex128
 
 __version__ = "0.1.0"
+
+from jitgrad.compile import (  # noqa: E402
+    CompileError,
+    allow_in_graph,
+    compile,
+    disable,
+    explain,
+    graph_break,
+    reset,
+)

@@ -1,0 +1,70 @@
+"""The composition root of the compiler: `jitgrad.compile` and its companions.
+
+Wires the capture layer (`jitgrad.trace`) to a backend: `"eager"` runs captured graphs
+with eager ops (the correctness oracle, and autograd works through it); any callable
+`(graph_module, example_inputs) -> callable(*flat_inputs) -> tuple` works too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jitgrad import config
+from jitgrad.trace import entry, report
+from jitgrad.trace.disabled import allow_in_graph, disable, graph_break
+from jitgrad.trace.entry import CompiledFunction, CompileError
+
+DEFAULT_BACKEND = "eager"  # becomes "numba" when the codegen backend lands (issue 4)
+
+config.configure_logging()
+
+
+def compile(fn: Callable[..., Any] | None = None, *, backend: Any = DEFAULT_BACKEND,  # noqa: A001
+            fullgraph: bool = False, dynamic: bool | None = None) -> Any:
+    """Compile `fn` (a function, bound method or nn.Module) by capturing its bytecode.
+
+    Usable as `@jitgrad.compile` or `@jitgrad.compile(backend="eager", fullgraph=True)`.
+    backend: a name ("eager") or a callable `(graph_module, example_inputs) -> callable`.
+    fullgraph: raise `CompileError` (a RuntimeError) at the first construct that cannot be
+    captured, instead of running that part eagerly.
+    dynamic: accepted for compatibility with torch.compile; shapes are static.
+    Set JITGRAD_DISABLE=1 to run every compiled function eagerly.
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, backend, fullgraph)
+    return CompiledFunction(fn, backend, fullgraph)
+
+
+def reset() -> None:
+    """Drop every compiled entry, cache and recompile counter."""
+    entry.reset()
+
+
+def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
+    """`jitgrad.explain(fn)(*args)`: run `fn` compiled, once, for real; report what happened.
+
+    Returns an ExplainOutput with graphs, graph_break_count, break_reasons, frame
+    outcomes, guards, recompile reasons, ops per graph and compile times; `str()` of it is
+    a readable report. The function's previous compiled entries are dropped first so the
+    report shows a fresh compile.
+    """
+    compiled = fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn, DEFAULT_BACKEND,
+                                                                           False)
+
+    def run(*args: Any, **kwargs: Any) -> report.ExplainOutput:
+        entry.forget(compiled)
+        output = report.ExplainOutput()
+        active = report.recorders()
+        active.append(output)
+        try:
+            output.result = compiled(*args, **kwargs)
+        finally:
+            active.remove(output)
+        return output
+
+    return run
+
+
+__all__ = ["compile", "reset", "explain", "disable", "allow_in_graph", "graph_break",
+           "CompileError", "CompiledFunction"]

@@ -1,0 +1,51 @@
+"""Every environment switch of jitgrad, read once at import.
+
+JITGRAD_DISABLE=1      every `jitgrad.compile` runs the original function eagerly.
+JITGRAD_LOGS=a,b,...   log channels through the `logging` module (silent by default):
+                       graph_breaks, recompiles, guards, graph_code, bytecode, output_code,
+                       fusion, perf_hints; "all" enables every channel.
+JITGRAD_CACHE_DIR      where compiled kernels are cached (used by jitgrad.codegen).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+LOG_CHANNELS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode",
+                "output_code", "fusion", "perf_hints")
+
+DISABLE = os.environ.get("JITGRAD_DISABLE", "") not in ("", "0")
+LOGS = tuple(c.strip() for c in os.environ.get("JITGRAD_LOGS", "").split(",") if c.strip())
+CACHE_DIR = os.environ.get("JITGRAD_CACHE_DIR") or None
+
+RECOMPILE_LIMIT = 8  # per code object, as torch.compile
+TOTAL_RECOMPILE_LIMIT = 256
+
+
+def enabled_channels(requested: tuple[str, ...] = LOGS) -> set[str]:
+    """The log channels switched on ("all" means every channel). Raises ValueError on typos."""
+    channels = set(LOG_CHANNELS) if "all" in requested else set(requested)
+    unknown = channels - set(LOG_CHANNELS)
+    if unknown:
+        raise ValueError(f"JITGRAD_LOGS: unknown channel(s) {sorted(unknown)}; "
+                         f"known: {', '.join(LOG_CHANNELS)}, all")
+    return channels
+
+
+def logger(channel: str) -> logging.Logger:
+    """The logger of a channel (`jitgrad.<channel>`), at INFO when the channel is on."""
+    assert channel in LOG_CHANNELS, f"unknown log channel {channel}"
+    return logging.getLogger(f"jitgrad.{channel}")
+
+
+def configure_logging() -> None:
+    """Attach a stderr handler to every channel named in JITGRAD_LOGS."""
+    for channel in enabled_channels():
+        log = logger(channel)
+        if not log.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter(f"[jitgrad {channel}] %(message)s"))
+            log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False

@@ -1,0 +1,431 @@
+"""What the translator does with values: calls, attributes, operators, truth, items.
+
+The rule for every operation: if all operands are trace-time constants, compute it for
+real; if tensors are involved, run the real jitgrad function on fake tensors (the op
+recorder turns it into graph nodes); if a user function is called, inline it in a
+child Translator; anything else is `Unsupported`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+import types
+from typing import Any
+
+from jitgrad.eager import grad_mode
+from jitgrad.eager.ops.random import default_generator
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import disabled
+from jitgrad.trace.fake import FakeTensor, Unsupported
+from jitgrad.trace.sources import AttrSource, ItemSource
+from jitgrad.trace.variables import (
+    BoundMethodVar,
+    ConstVar,
+    DictVar,
+    GradModeExitVar,
+    GradModeVar,
+    IteratorVar,
+    ListVar,
+    NestedFunctionVar,
+    ObjectVar,
+    TensorVar,
+    TupleVar,
+    Var,
+)
+
+_GRAD_MODE_MANAGERS = {grad_mode.no_grad: False, grad_mode.enable_grad: True}
+
+# attributes of a traced tensor that do not exist without real data or autograd state
+_TENSOR_ATTRIBUTES_NOT_TRACEABLE = {"grad", "grad_fn", "data", "_data", "_version", "_base"}
+
+
+# ----- values -------------------------------------------------------------------------
+
+def constant(tx: Any, var: Var) -> Any:
+    """The Python value of a trace-time constant, guarding it when it came from outside."""
+    if isinstance(var, ConstVar):
+        tx.ctx.guard_constant(var)
+        return var.value
+    if isinstance(var, TupleVar):
+        return tuple(constant(tx, v) for v in var.items)
+    if isinstance(var, ObjectVar):
+        return var.value
+    if isinstance(var, TensorVar):
+        raise Unsupported("TENSOR_TO_PYTHON", "a tensor was used where a Python constant is "
+                          "needed", "keep the computation in tensors")
+    raise Unsupported("UNSUPPORTED_VALUE", f"a {type(var).__name__} used as a constant")
+
+
+def to_python(tx: Any, var: Var) -> Any:
+    """The value to hand to real code: fakes for tensors, real containers of those."""
+    if isinstance(var, TensorVar):
+        return var.fake
+    if isinstance(var, (ConstVar, ObjectVar)):
+        return constant(tx, var)
+    if isinstance(var, TupleVar):
+        return tuple(to_python(tx, v) for v in var.items)
+    if isinstance(var, ListVar):
+        return [to_python(tx, v) for v in var.items]
+    if isinstance(var, DictVar):
+        return {k: to_python(tx, v) for k, v in var.items.items()}
+    raise Unsupported("UNSUPPORTED_VALUE", f"cannot pass a {type(var).__name__} to a jitgrad "
+                      "function while tracing")
+
+
+def wrap_result(tx: Any, value: Any) -> Var:
+    """Wrap what real code returned: fakes become TensorVars, containers are recursed."""
+    if isinstance(value, FakeTensor):
+        return TensorVar(value)
+    if isinstance(value, Tensor):
+        return TensorVar(tx.ctx.constant_tensor(value))
+    if type(value) is tuple:
+        return TupleVar([wrap_result(tx, v) for v in value])
+    if type(value) is list:
+        return ListVar([wrap_result(tx, v) for v in value])
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple (max(dim=...))
+        return ObjectVar(value)
+    if callable(value) and not isinstance(value, type):
+        return ObjectVar(value)  # e.g. a bound method of a traced tensor
+    return ConstVar(value)
+
+
+def unpack_iterable(tx: Any, var: Var) -> list[Var]:
+    """The items of an iterable Var (loops over them are unrolled)."""
+    if isinstance(var, (TupleVar, ListVar)):
+        return list(var.items)
+    if isinstance(var, IteratorVar):
+        items = var.items[var.position:]
+        var.position = len(var.items)
+        return items
+    if isinstance(var, DictVar):
+        return [ConstVar(k) for k in var.items]
+    if isinstance(var, TensorVar):
+        n = var.fake.shape[0] if var.fake.ndim else 0
+        return [getitem(tx, var, ConstVar(i)) for i in range(n)]
+    if isinstance(var, ConstVar):
+        return [ConstVar(v) for v in constant(tx, var)]
+    if isinstance(var, ObjectVar) and isinstance(var.value, tuple):
+        return [wrap_result(tx, v) for v in var.value]
+    raise Unsupported("UNSUPPORTED_ITERATION", f"iterating over a {type(var).__name__}")
+
+
+def truth(tx: Any, var: Var) -> bool:
+    """`bool(var)` for a branch; a tensor here is a data-dependent branch."""
+    if isinstance(var, TensorVar):
+        raise Unsupported("DATA_DEPENDENT_BRANCH", "a branch depends on a tensor's value",
+                          "use torch.where, or compute the condition outside the compiled "
+                          "function")
+    if isinstance(var, (TupleVar, ListVar, DictVar)):
+        return bool(var.items)
+    if isinstance(var, (ObjectVar, NestedFunctionVar)):
+        return True if not isinstance(var, ObjectVar) else bool(var.value)
+    return bool(constant(tx, var))
+
+
+def is_same(tx: Any, a: Var, b: Var) -> bool:
+    if isinstance(a, TensorVar) and isinstance(b, TensorVar):
+        return a.fake is b.fake
+    if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        return False
+    return to_python(tx, a) is to_python(tx, b)
+
+
+def contains(tx: Any, container: Var, item: Var) -> bool:
+    if isinstance(container, DictVar):
+        return constant(tx, item) in container.items
+    return any(is_same(tx, item, v) or (isinstance(v, ConstVar) and isinstance(item, ConstVar)
+                                        and constant(tx, v) == constant(tx, item))
+               for v in unpack_iterable(tx, container))
+
+
+# ----- operators and items -------------------------------------------------------------
+
+def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> Var:
+    """An operator (`+`, `<`, `-x`, ...): on constants computed now, on tensors recorded."""
+    if any(isinstance(a, TensorVar) for a in args):
+        if inplace:
+            raise Unsupported("INPLACE_ON_TENSOR", "an in-place operator on a traced tensor",
+                              "write `x = x + y` instead of `x += y` inside compiled code")
+        return run_real(tx, fn, [to_python(tx, a) for a in args], {})
+    if any(isinstance(a, (ListVar, TupleVar)) for a in args) and fn in (operator.add,
+                                                                        operator.iadd):
+        a, b = args
+        items = unpack_iterable(tx, a) + unpack_iterable(tx, b)
+        return ListVar(items) if isinstance(a, ListVar) else TupleVar(items)
+    if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
+        raise Unsupported("UNSUPPORTED_OPERATOR", f"{fn.__name__} on containers")
+    return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
+
+
+def getitem(tx: Any, container: Var, index: Var) -> Var:
+    if isinstance(container, TensorVar):
+        return run_real(tx, operator.getitem, [container.fake, to_python(tx, index)], {})
+    if isinstance(container, (TupleVar, ListVar)):
+        key = constant(tx, index)
+        if isinstance(key, slice):
+            items = container.items[key]
+            return ListVar(items) if isinstance(container, ListVar) else TupleVar(items)
+        return container.items[key]
+    if isinstance(container, DictVar):
+        return container.items[constant(tx, index)]
+    if isinstance(container, ObjectVar):
+        key = constant(tx, index)
+        source = ItemSource(container.source, key) if container.source is not None else None
+        return tx.ctx.wrap_value(container.value[key], source)
+    return wrap_result(tx, constant(tx, container)[constant(tx, index)])
+
+
+def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
+    if isinstance(container, ListVar) and container.source is None:
+        container.items[constant(tx, index)] = value
+        return
+    if isinstance(container, DictVar) and container.source is None:
+        container.items[constant(tx, index)] = value
+        return
+    raise Unsupported("SIDE_EFFECT", "item assignment into a tensor or an object from outside "
+                      "the compiled function", "build a new value and return it")
+
+
+# ----- attributes -------------------------------------------------------------------------
+
+def load_attr(tx: Any, obj: Var, name: str) -> Var:
+    if isinstance(obj, TensorVar):
+        if name in _TENSOR_ATTRIBUTES_NOT_TRACEABLE:
+            raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"Tensor.{name} of a traced tensor",
+                              f"read .{name} outside the compiled function")
+        return wrap_result(tx, run_real(tx, getattr, [obj.fake, name], {}, wrap=False))
+    if isinstance(obj, (ListVar, DictVar, TupleVar)):
+        return BoundMethodVar(obj, name)
+    if isinstance(obj, ObjectVar):
+        tx.ctx.guard_type(obj)
+        value = getattr(obj.value, name)
+        source = AttrSource(obj.source, name) if obj.source is not None else None
+        return tx.ctx.wrap_value(value, source)
+    if isinstance(obj, ConstVar):
+        return wrap_result(tx, getattr(constant(tx, obj), name))
+    if isinstance(obj, GradModeVar) and name in ("__enter__", "__exit__"):
+        raise Unsupported("UNSUPPORTED_CONTEXT_MANAGER", "calling __enter__/__exit__ directly")
+    raise Unsupported("UNSUPPORTED_ATTRIBUTE", f".{name} of a {type(obj).__name__}")
+
+
+def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
+    raise Unsupported("SIDE_EFFECT", f"attribute assignment `.{name} = ...` on an object "
+                      "from outside the compiled function",
+                      "return the new value and assign it outside")
+
+
+# ----- calls ----------------------------------------------------------------------------
+
+def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """Call `fn(*args, **kwargs)` symbolically."""
+    if isinstance(fn, NestedFunctionVar):
+        return tx.ctx.inline(tx, fn, args, kwargs)
+    if isinstance(fn, GradModeExitVar):
+        return tx.ctx.exit_grad_mode(fn)
+    if isinstance(fn, BoundMethodVar):
+        return call_container_method(tx, fn, args, kwargs)
+    if isinstance(fn, ObjectVar):
+        return call_object(tx, fn, args, kwargs)
+    if isinstance(fn, (TensorVar, ConstVar)):
+        raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
+    raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
+
+
+def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    value = fn.value
+    if value in _GRAD_MODE_MANAGERS and not args and not kwargs:
+        return GradModeVar(_GRAD_MODE_MANAGERS[value])
+    if value is grad_mode.set_grad_enabled and len(args) == 1 and not kwargs:
+        return GradModeVar(bool(constant(tx, args[0])))
+    if disabled.is_disabled(value):
+        raise Unsupported("DISABLED_CALLEE", f"{_name(value)} is marked jitgrad.disable",
+                          "it runs eagerly by design")
+    if value is disabled.graph_break:
+        raise Unsupported("EXPLICIT_BREAK", "jitgrad.graph_break() was called")
+    builtin = BUILTINS.get(value) if _hashable(value) else None
+    if builtin is not None:
+        return builtin(tx, args, kwargs)
+    if tx.ctx.is_module(value):
+        return tx.ctx.inline_module_call(tx, fn, args, kwargs)
+    if isinstance(value, types.MethodType) and tx.ctx.is_user_function(value.__func__):
+        receiver = tx.ctx.wrap_value(value.__self__, fn.source and AttrSource(fn.source,
+                                                                              "__self__"))
+        return tx.ctx.inline_function(tx, value.__func__, fn, [receiver] + args, kwargs)
+    if isinstance(value, types.FunctionType) and tx.ctx.is_user_function(value):
+        return tx.ctx.inline_function(tx, value, fn, args, kwargs)
+    if tx.ctx.is_jitgrad_callable(value):
+        return run_real(tx, value, [to_python(tx, a) for a in args],
+                        {k: to_python(tx, v) for k, v in kwargs.items()})
+    raise Unsupported("UNSUPPORTED_CALL", f"call to {_name(value)}, which the tracer does not "
+                      "know", "move it outside the compiled function, or mark a pure tensor "
+                      "function with jitgrad.allow_in_graph")
+
+
+def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bool = True) -> Any:
+    """Run real jitgrad code on fake tensors under the op recorder.
+
+    A call that draws random numbers would bake them into the graph as constants, so a
+    change of the default generator's state is refused (random ops are not captured yet).
+    """
+    state = default_generator.np.bit_generator.state
+    try:
+        result = fn(*args, **kwargs)
+    except Unsupported:
+        raise
+    except Exception as err:  # the user's own error (shapes, dtypes): rerun eagerly shows it
+        raise Unsupported("USER_ERROR", f"{_name(fn)} raised {type(err).__name__}: {err}",
+                          "the eager run shows the error at your line") from err
+    if default_generator.np.bit_generator.state != state:
+        raise Unsupported("RANDOM_OP", f"{_name(fn)} draws random numbers",
+                          "random ops are not captured in graphs yet; they run eagerly")
+    return wrap_result(tx, result) if wrap else result
+
+
+def call_container_method(tx: Any, method: BoundMethodVar, args: list[Var],
+                          kwargs: dict[str, Var]) -> Var:
+    receiver, name = method.receiver, method.name
+    if isinstance(receiver, DictVar):
+        if name in ("items", "keys", "values"):
+            keys = list(receiver.items)
+            if name == "keys":
+                return TupleVar([ConstVar(k) for k in keys])
+            if name == "values":
+                return TupleVar(list(receiver.items.values()))
+            return TupleVar([TupleVar([ConstVar(k), v]) for k, v in receiver.items.items()])
+        if name == "get":
+            key = constant(tx, args[0])
+            return receiver.items.get(key, args[1] if len(args) > 1 else ConstVar(None))
+    if isinstance(receiver, ListVar) and receiver.source is None:
+        if name == "append":
+            receiver.items.append(args[0])
+            return ConstVar(None)
+        if name == "extend":
+            receiver.items.extend(unpack_iterable(tx, args[0]))
+            return ConstVar(None)
+        if name == "pop":
+            return receiver.items.pop(constant(tx, args[0]) if args else -1)
+    if isinstance(receiver, (ListVar, TupleVar)) and name == "index":
+        target = constant(tx, args[0])
+        return ConstVar([constant(tx, v) for v in receiver.items].index(target))
+    raise Unsupported("SIDE_EFFECT" if receiver.source is not None else "UNSUPPORTED_CALL",
+                      f"{type(receiver).__name__[:-3].lower()}.{name}() while tracing")
+
+
+# ----- builtins ---------------------------------------------------------------------------
+
+def _builtin_len(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    (value,) = args
+    if isinstance(value, TensorVar):
+        return ConstVar(len(value.fake))
+    if isinstance(value, (TupleVar, ListVar, DictVar)):
+        return ConstVar(len(value.items))
+    return ConstVar(len(constant(tx, value)))
+
+
+def _builtin_isinstance(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    value, classes = args
+    classes = constant(tx, classes)
+    if isinstance(value, TensorVar):
+        return ConstVar(isinstance(value.fake, classes))
+    kinds = {TupleVar: tuple, ListVar: list, DictVar: dict}
+    if type(value) in kinds:
+        return ConstVar(issubclass(kinds[type(value)], classes))
+    if isinstance(value, ObjectVar):
+        tx.ctx.guard_type(value)
+    return ConstVar(isinstance(to_python(tx, value), classes))
+
+
+def _builtin_range(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    return TupleVar([ConstVar(i) for i in range(*[constant(tx, a) for a in args])])
+
+
+def _builtin_enumerate(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    start = constant(tx, args[1]) if len(args) > 1 else constant(tx, kwargs.get("start",
+                                                                               ConstVar(0)))
+    items = unpack_iterable(tx, args[0])
+    return TupleVar([TupleVar([ConstVar(start + i), v]) for i, v in enumerate(items)])
+
+
+def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    columns = [unpack_iterable(tx, a) for a in args]
+    return TupleVar([TupleVar(list(row)) for row in zip(*columns, strict=False)])
+
+
+def _builtin_container(kind: type) -> Any:
+    def build(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        items = unpack_iterable(tx, args[0]) if args else []
+        if kind is dict:
+            pairs = [unpack_iterable(tx, p) for p in items]
+            return DictVar({constant(tx, k): v for k, v in pairs})
+        return ListVar(items) if kind is list else TupleVar(items)
+    return build
+
+
+def _builtin_getattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    name = constant(tx, args[1])
+    if len(args) == 3:
+        try:
+            return load_attr(tx, args[0], name)
+        except AttributeError:
+            return args[2]
+    return load_attr(tx, args[0], name)
+
+
+def _builtin_hasattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    try:
+        load_attr(tx, args[0], constant(tx, args[1]))
+    except AttributeError:
+        return ConstVar(False)
+    return ConstVar(True)
+
+
+def _builtin_print(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    raise Unsupported("UNSUPPORTED_CALL", "call to print()", "printing is a side effect the "
+                      "graph cannot hold; it runs eagerly")
+
+
+def _constant_builtin(fn: Any) -> Any:
+    def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        if any(isinstance(a, TensorVar) for a in args):
+            if fn in (builtins.float, builtins.int, builtins.bool):
+                raise Unsupported("TENSOR_TO_PYTHON", f"{fn.__name__}(tensor) needs the "
+                                  "tensor's value", "keep the value a tensor")
+            return run_real(tx, fn, [to_python(tx, a) for a in args], {})
+        values = [to_python(tx, a) for a in args]
+        return wrap_result(tx, fn(*values, **{k: constant(tx, v) for k, v in kwargs.items()}))
+    return apply
+
+
+BUILTINS: dict[Any, Any] = {
+    builtins.len: _builtin_len,
+    builtins.isinstance: _builtin_isinstance,
+    builtins.range: _builtin_range,
+    builtins.enumerate: _builtin_enumerate,
+    builtins.zip: _builtin_zip,
+    builtins.list: _builtin_container(list),
+    builtins.tuple: _builtin_container(tuple),
+    builtins.dict: _builtin_container(dict),
+    builtins.getattr: _builtin_getattr,
+    builtins.hasattr: _builtin_hasattr,
+    builtins.print: _builtin_print,
+}
+for _fn in (builtins.abs, builtins.min, builtins.max, builtins.int, builtins.float,
+            builtins.bool, builtins.str, builtins.round, builtins.divmod, builtins.sum,
+            builtins.pow, builtins.issubclass, builtins.type, builtins.repr):
+    BUILTINS[_fn] = _constant_builtin(_fn)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _name(fn: Any) -> str:
+    module = getattr(fn, "__module__", None)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}.{name}" if module and module != "builtins" else name
+

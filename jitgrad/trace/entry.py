@@ -1,0 +1,344 @@
+"""`CompiledFunction`: the per-call path of `@jitgrad.compile` — guard, run or compile.
+
+There is no PEP 523 frame hook in pure Python, so the decorator returns an object whose
+`__call__` looks up the cache of the function's code object (keyed by identity: code
+objects compare by value), runs each entry's generated guard function (most recently
+used first) and calls the matching entry's runner; on a miss it traces the call,
+compiles the graph with the backend, and adds an entry.
+
+An entry's runner is generated Python with the user function's own signature:
+    def __jg_run_f(x, scale=2):
+        __out = __graph(x, self.w)        # graph inputs read through their sources
+        return (__out[0], scale)          # the returned structure, rebuilt
+so the compiled path costs one guard call plus one runner call.
+
+Frames the tracer cannot capture whole (graph breaks need resume functions; until they
+land, see jitgrad/trace/resume.py) run eagerly, with the reason recorded once as the
+frame outcome; `fullgraph=True` raises `CompileError` instead, before any user code ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+import types
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from jitgrad import config
+from jitgrad.trace import report
+from jitgrad.trace.backends import lookup_backend
+from jitgrad.trace.fake import Unsupported
+from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.guards import explain_failure
+from jitgrad.trace.sources import FrameValues, Source
+from jitgrad.trace.tracing import TraceResult, trace_function
+from jitgrad.trace.variables import (
+    ConstVar,
+    DictVar,
+    ListVar,
+    ObjectVar,
+    TensorVar,
+    TupleVar,
+    Var,
+)
+
+
+class CompileError(RuntimeError):
+    """`fullgraph=True` met code it cannot capture: names the construct, file:line, hint."""
+
+
+class CacheEntry:
+    """One compiled version of a frame: its guard function, runner and what it holds."""
+
+    def __init__(self, guard: Callable[..., bool], run: Callable[..., Any], result: TraceResult,
+                 graph_module: GraphModule, guard_source: str) -> None:
+        self.guard = guard
+        self.run = run
+        self.guards = result.guards
+        self.graph_module = graph_module
+        self.guard_source = guard_source
+        self.hits = 0
+
+
+class CodeCache:
+    """Entries of one code object, most recently used first, plus the frame's state."""
+
+    def __init__(self) -> None:
+        self.entries: list[CacheEntry] = []
+        self.compiles = 0
+        self.eager_reason: str | None = None  # set when the frame runs eagerly from now on
+
+
+_CACHES: dict[int, CodeCache] = {}
+_TOTAL = {"compiles": 0}
+
+
+def cache_for(code: types.CodeType) -> CodeCache:
+    """The cache of `code`, keyed by identity and dropped when the code object dies."""
+    key = id(code)
+    cache = _CACHES.get(key)
+    if cache is None:
+        cache = _CACHES[key] = CodeCache()
+        weakref.finalize(code, _CACHES.pop, key, None)
+    return cache
+
+
+def reset() -> None:
+    """Forget every compiled entry and counter (`jitgrad.reset()`)."""
+    _CACHES.clear()
+    _TOTAL["compiles"] = 0
+    _WARNED.clear()
+
+
+def forget(compiled: CompiledFunction) -> None:
+    """Drop the cache of one compiled function's code object (used by explain)."""
+    _CACHES.pop(id(compiled._function.__code__), None)
+
+
+class CompiledFunction:
+    """What `jitgrad.compile(fn)` returns: calls `fn` through guarded compiled entries."""
+
+    def __init__(self, fn: Callable[..., Any], backend: Any, fullgraph: bool) -> None:
+        self._original = fn
+        self._backend = lookup_backend(backend)
+        self._fullgraph = fullgraph
+        self._function, self._bound_self = _unwrap(fn)
+        functools.update_wrapper(self, self._function)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._bound_self is not None:
+            args = (self._bound_self, *args)
+        if config.DISABLE:
+            return self._function(*args, **kwargs)
+        cache = cache_for(self._function.__code__)
+        for entry in cache.entries:
+            if entry.guard(*args, **kwargs):
+                entry.hits += 1
+                return entry.run(*args, **kwargs)
+        if cache.eager_reason is not None:
+            return self._function(*args, **kwargs)
+        return self._compile_and_run(cache, args, kwargs)
+
+    def _compile_and_run(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> Any:
+        if cache.entries:
+            self._note_recompile(cache, args, kwargs)
+            if cache.eager_reason is not None:
+                return self._function(*args, **kwargs)
+        try:
+            entry = self._compile(args, kwargs)
+        except Unsupported as err:
+            reason = _break_reason(err)
+            if self._fullgraph:
+                raise CompileError(str(reason)) from None
+            report.record_outcome(report.FrameOutcome(self._qualname(), "eager", reason.message))
+            cache.eager_reason = reason.message
+            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
+            return self._function(*args, **kwargs)
+        cache.entries.insert(0, entry)
+        cache.compiles += 1
+        _TOTAL["compiles"] += 1
+        report.record_outcome(report.FrameOutcome(self._qualname(), "compiled"))
+        return entry.run(*args, **kwargs)
+
+    def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
+        failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
+        reason = f"{self._qualname()}: {failed}" if failed is not None else self._qualname()
+        report.record_recompile(f"recompiling {reason}")
+        if cache.compiles >= config.RECOMPILE_LIMIT or _TOTAL["compiles"] >= \
+                config.TOTAL_RECOMPILE_LIMIT:
+            limit = config.RECOMPILE_LIMIT if cache.compiles >= config.RECOMPILE_LIMIT else \
+                config.TOTAL_RECOMPILE_LIMIT
+            cache.eager_reason = f"hit the recompile limit ({limit})"
+            _warn_once(f"jitgrad.compile: {self._qualname()} hit the recompile limit ({limit}); "
+                       f"it runs eagerly from now on. Last failing guard: {failed}")
+
+    def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
+        start = time.perf_counter()
+        result = trace_function(self._function, args, kwargs)
+        traced = time.perf_counter()
+        graph, inputs = _finish_graph(result)
+        frame = FrameValues.bind(self._function, args, kwargs)
+        example_inputs = [source.get(frame) for source in inputs]
+        graph_module = GraphModule(graph)
+        compiled = self._backend(graph_module, example_inputs)
+        backend_done = time.perf_counter()
+        guard = result.guards.build_guard_fn(self._function)
+        guard_source = str(result.guards)
+        run = build_runner(self._function, inputs, result.output, graph, compiled)
+        done = time.perf_counter()
+        report.record_graph(graph)
+        report.record_guards(guard_source)
+        report.record_time("trace", traced - start)
+        report.record_time("backend", backend_done - traced)
+        report.record_time("guards", done - backend_done)
+        return CacheEntry(guard, run, result, graph_module, guard_source)
+
+    def _qualname(self) -> str:
+        code = self._function.__code__
+        return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
+    """The Python function to trace and the receiver bound to it, if any."""
+    if isinstance(fn, types.MethodType):
+        return fn.__func__, fn.__self__
+    if isinstance(fn, types.FunctionType):
+        return fn, None
+    forward = getattr(type(fn), "forward", None)
+    if isinstance(forward, types.FunctionType) and hasattr(fn, "_modules"):
+        return forward, fn  # an nn.Module: compile its forward with self bound
+    raise TypeError(f"jitgrad.compile expects a Python function, method or nn.Module, got "
+                    f"{type(fn).__name__}")
+
+
+def _break_reason(err: Unsupported) -> report.BreakReason:
+    location = getattr(err, "location", None)
+    if location is None:
+        return report.BreakReason(err.kind, err.message, err.hint, "<unknown>", 0, "")
+    return report.BreakReason(err.kind, err.message, err.hint, location.filename,
+                              location.lineno, location.text, location.col, location.end_col)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=4)
+
+
+# ----- the graph's outputs and the runner -------------------------------------------------
+
+def _finish_graph(result: TraceResult) -> tuple[Any, list[Source]]:
+    """Add the output node (every tensor in the returned structure), drop dead code."""
+    graph = result.graph
+    outputs: list[Any] = []
+    for var in _tensor_vars(result.output):
+        node = var.fake.node
+        if node not in outputs:
+            outputs.append(node)
+    graph.output(tuple(outputs))
+    graph.eliminate_dead_code()
+    graph.lint()
+    return graph, result.input_sources
+
+
+def _tensor_vars(var: Var) -> list[TensorVar]:
+    if isinstance(var, TensorVar):
+        return [var]
+    if isinstance(var, (TupleVar, ListVar)):
+        return [t for item in var.items for t in _tensor_vars(item)]
+    if isinstance(var, DictVar):
+        return [t for item in var.items.values() for t in _tensor_vars(item)]
+    return []
+
+
+class _RunnerEnv:
+    """How the generated runner refers to the frame (a `SourceEnv` for Source.reconstruct)."""
+
+    def __init__(self, fn: types.FunctionType) -> None:
+        self.namespace: dict[str, Any] = {"__G": fn.__globals__, "__B": fn.__builtins__}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+            self.namespace[f"__cell_{name}"] = cell
+
+    def expr(self, source: Source) -> str:
+        return source.reconstruct(self)
+
+    def const(self, value: object) -> str:
+        name = f"__c{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def globals_dict(self) -> str:
+        return "__G"
+
+    def builtins_dict(self) -> str:
+        return "__B"
+
+    def closure_cell(self, name: str) -> str:
+        return f"__cell_{name}"
+
+    def grad_state(self) -> str:
+        from jitgrad.eager.grad_mode import STATE
+
+        return self.const(STATE)
+
+
+def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv) -> str:
+    """Python source rebuilding the returned value around the graph's outputs `__out`."""
+    if isinstance(var, TensorVar):
+        return f"__out[{outputs.index(var.fake.node)}]"
+    if var.source is not None and isinstance(var, (ConstVar, ObjectVar)):
+        return var.source.reconstruct(env)
+    if isinstance(var, (ConstVar, ObjectVar)):
+        return "None" if var.value is None else env.const(var.value)
+    if isinstance(var, TupleVar):
+        items = [_output_expr(v, outputs, env) for v in var.items]
+        return "(" + "".join(f"{item}, " for item in items) + ")"
+    if isinstance(var, ListVar):
+        return "[" + ", ".join(_output_expr(v, outputs, env) for v in var.items) + "]"
+    if isinstance(var, DictVar):
+        return "{" + ", ".join(f"{k!r}: {_output_expr(v, outputs, env)}"
+                               for k, v in var.items.items()) + "}"
+    raise Unsupported("UNSUPPORTED_VALUE", f"returning a {type(var).__name__} from a compiled "
+                      "function")
+
+
+def _signature_source(fn: types.FunctionType) -> str:
+    """Parameters of `fn` without defaults (they are copied onto the generated function)."""
+    parameters = inspect.signature(fn).parameters.values()
+    parts: list[str] = []
+    posonly_done = kwonly_marked = False
+    for p in parameters:
+        if p.kind is p.POSITIONAL_ONLY:
+            parts.append(p.name)
+            continue
+        if not posonly_done and any(q.kind is q.POSITIONAL_ONLY for q in parameters):
+            parts.append("/")
+        posonly_done = True
+        if p.kind is p.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
+            kwonly_marked = True
+        elif p.kind is p.KEYWORD_ONLY:
+            if not kwonly_marked:
+                parts.append("*")
+                kwonly_marked = True
+            parts.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        else:
+            parts.append(p.name)
+    if not posonly_done and any(p.kind is p.POSITIONAL_ONLY for p in parameters):
+        parts.append("/")
+    return ", ".join(parts)
+
+
+def build_runner(fn: types.FunctionType, inputs: list[Source], output: Var, graph: Any,
+                 compiled: Callable[..., Any]) -> Callable[..., Any]:
+    """Generate the entry's runner with `fn`'s signature (see the module docstring)."""
+    env = _RunnerEnv(fn)
+    env.namespace["__graph"] = compiled
+    outputs = list(graph.output_node.args)
+    call_args = ", ".join(source.reconstruct(env) for source in inputs)
+    result = _output_expr(output, outputs, env)
+    name = "__jg_run_" + "".join(c if c.isalnum() else "_" for c in fn.__code__.co_name)
+    source = (f"def {name}({_signature_source(fn)}):\n"
+              f"    __out = __graph({call_args})\n"
+              f"    return {result}\n")
+    code = compile(source, f"<jitgrad runner {fn.__code__.co_qualname}>", "exec")
+    exec(code, env.namespace)  # noqa: S102 - generated from our own templates
+    runner = env.namespace[name]
+    runner.__defaults__ = fn.__defaults__
+    runner.__kwdefaults__ = fn.__kwdefaults__
+    runner.__jitgrad_source__ = source
+    return runner

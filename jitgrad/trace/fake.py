@@ -1,0 +1,181 @@
+"""Fake tensors and the op recorder: how traced code records ops into a Graph.
+
+A `FakeTensor` stands for a graph value while tracing: it has the shape, dtype and
+requires_grad of the value (its `_data` is a read-only zero-stride array, so shape and
+dtype checks in jitgrad's own functions work unchanged) and the graph `node` that
+produces it; reading its values (`item()`, `bool()`, `numpy()`) is data-dependent and
+raises `DataDependentError`, which the translator turns into a graph break.
+
+`OpRecorder` is installed as `STATE.recorder` while a function is traced (see Note
+[Recording ops while tracing] in jitgrad/eager/ops/registry.py): every `apply_op` then
+becomes a `call_function` node targeting the OpDef, with the op's params as kwargs. Dtype
+casts that an op's entry function applied to an input's array become explicit
+`to_dtype` nodes, so the graph computes exactly what eager mode computes.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace.graph import Graph
+from jitgrad.trace.graph import Node as GraphNode
+
+
+class Unsupported(Exception):  # noqa: N818 - Dynamo's name for "cannot trace this"
+    """Tracing met something it cannot capture; becomes a graph break or a frame outcome.
+
+    kind: a short category (`UNSUPPORTED_CALL`, `DATA_DEPENDENT_BRANCH`,
+    `TENSOR_TO_PYTHON`, `UNSUPPORTED_OPCODE`, ...); hint: what the user can do.
+    """
+
+    def __init__(self, kind: str, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+
+
+class DataDependentError(Unsupported):
+    """A traced tensor's values were needed as a Python value (item(), bool(), ...)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__("TENSOR_TO_PYTHON", f"`{what}` needs a concrete tensor value while "
+                         "tracing", "compute it outside the compiled function, or keep it a "
+                         "tensor (e.g. torch.where instead of an if)")
+
+
+class FakeTensor(Tensor):
+    """A traced graph value: metadata of a Tensor without data. See the module docstring."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, node: GraphNode, shape: tuple[int, ...], np_dtype: np.dtype,
+           requires_grad: bool) -> FakeTensor:
+        t = cls._make(np.broadcast_to(np.zeros((), np_dtype), shape), requires_grad)
+        t.__dict__["node"] = node
+        node.meta["val"] = t
+        return t
+
+    @property
+    def node(self) -> GraphNode:
+        return self.__dict__["node"]
+
+    def item(self) -> Any:
+        raise DataDependentError("Tensor.item()")
+
+    def tolist(self) -> Any:
+        raise DataDependentError("Tensor.tolist()")
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        raise DataDependentError("Tensor.numpy()")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise DataDependentError("numpy conversion of a tensor")
+
+    def __bool__(self) -> bool:
+        raise DataDependentError("bool(tensor)")
+
+    def __float__(self) -> float:
+        raise DataDependentError("float(tensor)")
+
+    def __int__(self) -> int:
+        raise DataDependentError("int(tensor)")
+
+    def __index__(self) -> int:
+        raise DataDependentError("a tensor used as an index")
+
+    def __repr__(self) -> str:
+        return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
+
+
+class OpRecorder:
+    """Turns `apply_op` calls into graph nodes while tracing (callable as `STATE.recorder`).
+
+    constant_of: how a real Tensor reached by an op becomes a graph value (the translator
+    lifts tensors it read from the user's frame as placeholders itself; tensors created
+    inside traced code are constants).
+    location: the SourceLocation of the user's instruction being traced, stamped on nodes.
+    """
+
+    def __init__(self, graph: Graph, constant_of: Callable[[Tensor], GraphNode]) -> None:
+        self.graph = graph
+        self.constant_of = constant_of
+        self.location: Any = None
+
+    def __call__(self, op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Any:
+        if not any(isinstance(x, FakeTensor) for x in inputs):
+            return run_eagerly(apply_op, op, inputs, arrays, params)
+        args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
+        metas = tuple(TensorMeta(a.shape, a.dtype) if isinstance(a, np.ndarray) else a
+                      for a in arrays)
+        out_meta = op.infer_meta(metas, params)
+        requires_grad = STATE.enabled and op.differentiable and any(
+            isinstance(x, Tensor) and x._requires_grad for x in inputs)
+        node = self._node(op, args, dict(params))
+        if isinstance(out_meta, TensorMeta):
+            return FakeTensor.of(node, out_meta.shape, out_meta.dtype,
+                                 requires_grad and out_meta.dtype.kind == "f")
+        outs = []
+        for i, meta in enumerate(out_meta):
+            item = self._node(operator.getitem, (node, i), {})
+            outs.append(FakeTensor.of(item, meta.shape, meta.dtype,
+                                      requires_grad and meta.dtype.kind == "f"))
+        node.meta["val"] = tuple(outs)
+        return tuple(outs)
+
+    def _node(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> GraphNode:
+        node = self.graph.call_function(target, args, kwargs)
+        if self.location is not None:
+            node.meta["source"] = self.location
+        return node
+
+    def _arg(self, op: OpDef, x: Any, array: Any) -> Any:
+        if not isinstance(x, Tensor):
+            if isinstance(array, np.ndarray):  # the entry made an array from a number
+                return self.constant_of(Tensor._make(array))
+            return x
+        if x._requires_grad and not isinstance(x, FakeTensor):
+            raise Unsupported("UNSUPPORTED_TENSOR", f"{op.name}: a tensor that requires grad "
+                              "was created or reached without a traceable source",
+                              "pass it to the compiled function as an argument")
+        node = x.node if isinstance(x, FakeTensor) else self.constant_of(x)
+        if array.shape != x._data.shape:
+            raise Unsupported("UNSUPPORTED_OP", f"{op.name}: its entry function reshaped an "
+                              "input before the op; jitgrad cannot record that yet")
+        if array.dtype != x._data.dtype:
+            node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})
+            FakeTensor.of(node, array.shape, array.dtype, x._requires_grad)
+        return node
+
+
+def run_eagerly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call `fn` with the recorder switched off (real computation on real tensors)."""
+    recorder = STATE.recorder
+    STATE.recorder = None
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        STATE.recorder = recorder
+
+
+class recording:  # noqa: N801 - used as a context manager, like no_grad
+    """Install an OpRecorder for the current thread while tracing."""
+
+    def __init__(self, recorder: OpRecorder) -> None:
+        self.recorder = recorder
+
+    def __enter__(self) -> OpRecorder:
+        self._previous = STATE.recorder
+        STATE.recorder = self.recorder
+        return self.recorder
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.recorder = self._previous

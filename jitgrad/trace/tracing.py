@@ -1,0 +1,345 @@
+"""One trace of a function call: state shared by the root and inlined Translators.
+
+`trace_function(fn, args, kwargs)` binds the real arguments to the function's
+parameters as sourced Vars, runs the Translator under the op recorder, and returns a
+`TraceResult`: the Graph (placeholders = tensors read from the frame, in first-use
+order), the GuardSet of everything that influenced the trace, and the returned Var
+(the structure the caller gets back, rebuilt around the graph's outputs).
+
+Note [Lifted inputs]: every tensor the traced code reads from outside (arguments,
+attributes of modules such as parameters, globals, closure cells) becomes a graph
+placeholder with a TENSOR_MATCH guard on its source; the same tensor object read through
+two sources becomes one placeholder. Tensors created inside the traced code are graph
+constants (get_attr), except random ones, which are refused (Unsupported).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import sysconfig
+import types
+from pathlib import Path
+from typing import Any
+
+from jitgrad.eager.grad_mode import STATE, set_grad_mode
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import disabled
+from jitgrad.trace.fake import FakeTensor, OpRecorder, Unsupported, recording
+from jitgrad.trace.graph import Graph
+from jitgrad.trace.guards import Guard, GuardSet, KeysMatch, LengthMatch, TensorMatch
+from jitgrad.trace.sources import (
+    AttrSource,
+    BuiltinSource,
+    CellContentsSource,
+    ClosureSource,
+    GlobalSource,
+    GradModeSource,
+    ItemSource,
+    LocalSource,
+    Source,
+)
+from jitgrad.trace.translator import MAX_INLINE_DEPTH, Translator
+from jitgrad.trace.variables import (
+    CellVar,
+    ConstVar,
+    DictVar,
+    GradModeExitVar,
+    ListVar,
+    NestedFunctionVar,
+    ObjectVar,
+    TensorVar,
+    TupleVar,
+    Var,
+)
+
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                           "platlib")})
+_JITGRAD_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclasses.dataclass
+class TraceResult:
+    graph: Graph
+    guards: GuardSet
+    input_sources: list[Source]
+    output: Var
+
+
+class TraceContext:
+    """Graph, guards and lifted inputs of one trace (see Note [Lifted inputs])."""
+
+    def __init__(self, fn: types.FunctionType) -> None:
+        self.fn = fn
+        self.graph = Graph()
+        self.guards = GuardSet()
+        self.recorder = OpRecorder(self.graph, self.constant_node)
+        self.input_sources: list[Source] = []
+        self._lifted: dict[int, FakeTensor] = {}
+        self._constants: dict[int, FakeTensor] = {}
+        self._guarded: set[tuple[str, Source]] = set()
+        self._entry_grad_mode = STATE.enabled
+
+    # ----- guards ---------------------------------------------------------------------
+    def _guard(self, kind: str, source: Source | None, expected: Any) -> None:
+        if source is None or (kind, source) in self._guarded:
+            return
+        self._guarded.add((kind, source))
+        self.guards.add(Guard(kind, source, expected, self.recorder.location))
+
+    def guard_constant(self, var: ConstVar) -> None:
+        if var.source is None:
+            return
+        try:
+            self._guard("EQUALS_MATCH", var.source, var.value)
+        except TypeError:  # not a plain constant (a dtype, a slice...): its identity
+            self._guarded.discard(("EQUALS_MATCH", var.source))
+            self._guard("ID_MATCH", var.source, var.value)
+
+    def guard_type(self, var: ObjectVar) -> None:
+        self._guard("TYPE_MATCH", var.source, type(var.value))
+
+    # ----- values from outside ------------------------------------------------------------
+    def wrap_value(self, value: Any, source: Source | None) -> Var:
+        """A Var for a real value read from the frame (VariableBuilder in Dynamo).
+
+        Containers get their length (dicts their keys) guarded here, conservatively; their
+        items are wrapped with item sources and guarded when used.
+        """
+        if isinstance(value, FakeTensor):
+            return TensorVar(value)
+        if isinstance(value, Tensor):
+            return TensorVar(self.lift(value, source))
+        if isinstance(value, (int, float, bool, str, type(None), complex)):
+            return ConstVar(value, source=source)
+        if type(value) in (tuple, list):
+            self._guard("LENGTH_MATCH", source, LengthMatch.of(value))
+            items = [self.wrap_value(v, source and ItemSource(source, i))
+                     for i, v in enumerate(value)]
+            return TupleVar(items, source=source) if type(value) is tuple else \
+                ListVar(items, source=source)
+        if type(value) is dict and all(isinstance(k, (str, int)) for k in value):
+            self._guard("DICT_KEYS_MATCH", source, KeysMatch.of(value))
+            return DictVar({k: self.wrap_value(v, source and ItemSource(source, k))
+                            for k, v in value.items()}, source=source)
+        return ObjectVar(value, source=source)
+
+    def lift(self, tensor: Tensor, source: Source | None) -> FakeTensor:
+        """The placeholder for a tensor read from outside (one per tensor object)."""
+        fake = self._lifted.get(id(tensor))
+        if fake is not None:
+            return fake
+        if source is None:
+            return self.constant_tensor(tensor)
+        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor))
+        node = self.graph.placeholder(_placeholder_name(source))
+        fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, tensor._requires_grad)
+        self._lifted[id(tensor)] = fake
+        self.input_sources.append(source)
+        return fake
+
+    def constant_tensor(self, tensor: Tensor) -> FakeTensor:
+        """A tensor made inside traced code, held by the graph as a get_attr constant."""
+        if isinstance(tensor, FakeTensor):
+            return tensor
+        fake = self._constants.get(id(tensor))
+        if fake is None:
+            if tensor._requires_grad:
+                raise Unsupported("UNSUPPORTED_TENSOR", "a tensor that requires grad was "
+                                  "created inside the compiled function",
+                                  "create it outside and pass it in")
+            node = self.graph.get_attr(f"_tensor_constant{len(self._constants)}", tensor)
+            fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, False)
+            self._constants[id(tensor)] = fake
+        return fake
+
+    def constant_node(self, tensor: Tensor) -> Any:
+        return self.constant_tensor(tensor).node
+
+    def load_global(self, tx: Translator, name: str) -> Var:
+        if name in tx.f_globals:
+            return self.wrap_value(tx.f_globals[name], _global_source(tx, name))
+        builtins = tx.f_globals.get("__builtins__", sys.modules["builtins"])
+        builtins = builtins if isinstance(builtins, dict) else vars(builtins)
+        if name not in builtins:
+            raise Unsupported("USER_ERROR", f"name {name!r} is not defined")
+        return self.wrap_value(builtins[name], BuiltinSource(name))
+
+    # ----- grad mode ----------------------------------------------------------------------
+    def enter_grad_mode(self, enabled: bool) -> GradModeExitVar:
+        previous = STATE.enabled
+        self._set_grad_mode(enabled)
+        return GradModeExitVar(previous)
+
+    def exit_grad_mode(self, exit_var: GradModeExitVar) -> Var:
+        self._set_grad_mode(exit_var.previous)
+        return ConstVar(None)
+
+    def _set_grad_mode(self, enabled: bool) -> None:
+        if enabled != STATE.enabled:
+            node = self.graph.call_function(set_grad_mode, (enabled,))
+            if self.recorder.location is not None:
+                node.meta["source"] = self.recorder.location
+        STATE.enabled = enabled
+
+    # ----- what to inline ---------------------------------------------------------------------
+    def is_user_function(self, fn: Any) -> bool:
+        """Python functions outside the stdlib, site-packages and jitgrad itself."""
+        if not isinstance(fn, types.FunctionType):
+            return False
+        filename = fn.__code__.co_filename
+        return not filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_JITGRAD_DIR)
+
+    def is_jitgrad_callable(self, fn: Any) -> bool:
+        """Functions of jitgrad's own API (ops, nn.functional), run for real on fakes."""
+        if disabled.is_allowed_in_graph(fn):
+            return True
+        module = getattr(fn, "__module__", None) or ""
+        self_ = getattr(fn, "__self__", None)
+        if isinstance(self_, FakeTensor):
+            return True
+        return module.startswith("jitgrad.") and not module.startswith("jitgrad.trace")
+
+    @staticmethod
+    def is_module(value: Any) -> bool:
+        """An nn.Module instance (duck-typed: trace does not import jitgrad.nn)."""
+        return hasattr(value, "_modules") and hasattr(value, "_parameters") and \
+            callable(getattr(type(value), "forward", None))
+
+    # ----- inlining -------------------------------------------------------------------------
+    def inline_module_call(self, tx: Translator, module: ObjectVar, args: list[Var],
+                           kwargs: dict[str, Var]) -> Var:
+        value = module.value
+        for hooks in ("_forward_hooks", "_forward_pre_hooks"):
+            if getattr(value, hooks, None):
+                raise Unsupported("UNSUPPORTED_CALL", f"module {type(value).__name__} has "
+                                  f"{hooks[1:]}", "remove the hooks to compile the module")
+        self.guard_type(module)
+        forward = type(value).forward
+        return self.inline_function(tx, forward, None, [module] + args, kwargs)
+
+    def inline_function(self, tx: Translator, fn: types.FunctionType, fn_var: Any,
+                        args: list[Var], kwargs: dict[str, Var]) -> Var:
+        source = fn_var.source if fn_var is not None else None
+        if source is not None:
+            self._guard("CODE_MATCH", source, fn.__code__)
+        defaults = tuple(self.wrap_value(v, None) for v in fn.__defaults__ or ())
+        kwdefaults = {k: self.wrap_value(v, None) for k, v in (fn.__kwdefaults__ or {}).items()}
+        cells = tuple(CellVar(contents=self.wrap_value(
+            cell.cell_contents, source and CellContentsSource(source, i)), source=source)
+            for i, cell in enumerate(fn.__closure__ or ()))
+        nested = NestedFunctionVar(fn.__code__, fn.__globals__, defaults, kwdefaults, cells)
+        global_source = None
+        if fn.__globals__ is not tx.f_globals and source is not None:
+            global_source = AttrSource(source, "__globals__")
+        elif fn.__globals__ is tx.f_globals:
+            global_source = tx.global_source
+        return self.inline(tx, nested, args, kwargs, global_source)
+
+    def inline(self, tx: Translator, fn: NestedFunctionVar, args: list[Var],
+               kwargs: dict[str, Var], global_source: Any = None) -> Var:
+        if tx.depth + 1 > MAX_INLINE_DEPTH:
+            raise Unsupported("INLINE_TOO_DEEP", f"calls nested more than {MAX_INLINE_DEPTH} "
+                              "deep (recursion?)")
+        code = fn.code
+        if code.co_flags & (0x20 | 0x80 | 0x200):  # generator, coroutine, async generator
+            raise Unsupported("UNSUPPORTED_CALL", f"call to the generator {code.co_name}()",
+                              "generators are not traced yet")
+        locals_ = bind_arguments(code, fn.defaults, fn.kwdefaults, args, kwargs)
+        cells = dict(zip(code.co_freevars, fn.closure, strict=True))
+        if global_source is None and fn.globals is tx.f_globals:
+            global_source = tx.global_source
+        child = Translator(self, code, fn.globals, locals_, cells, tx.depth + 1, global_source)
+        location = self.recorder.location
+        result = child.run()
+        self.recorder.location = location
+        return result
+
+
+def _global_source(tx: Translator, name: str) -> Source:
+    if tx.global_source is None:
+        return GlobalSource(name)
+    return ItemSource(tx.global_source, name)
+
+
+def _placeholder_name(source: Source) -> str:
+    name = source.name()
+    cleaned = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+    return cleaned or "input"
+
+
+def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: dict[str, Var],
+                   args: list[Var], kwargs: dict[str, Var]) -> dict[str, Var]:
+    """Bind Vars to a code object's parameters as CPython would (defaults, *args, **kw).
+
+    Raises Unsupported("USER_ERROR") when the call does not fit the signature.
+    """
+    n_args, n_posonly, n_kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    positional_names = names[:n_args]
+    kwonly_names = names[n_args:n_args + n_kwonly]
+    index = n_args + n_kwonly
+    varargs_name = varkw_name = None
+    if code.co_flags & 0x04:
+        varargs_name = names[index]
+        index += 1
+    if code.co_flags & 0x08:
+        varkw_name = names[index]
+    bound: dict[str, Var] = dict(zip(positional_names, args, strict=False))
+    extra = args[n_args:]
+    if extra and varargs_name is None:
+        raise Unsupported("USER_ERROR", f"{code.co_name}() takes {n_args} positional "
+                          f"arguments but {len(args)} were given")
+    if varargs_name is not None:
+        bound[varargs_name] = TupleVar(list(extra))
+    extra_kwargs: dict[str, Var] = {}
+    for key, value in kwargs.items():
+        if key in positional_names[n_posonly:] or key in kwonly_names:
+            if key in bound:
+                raise Unsupported("USER_ERROR", f"{code.co_name}() got multiple values for "
+                                  f"argument {key!r}")
+            bound[key] = value
+        elif varkw_name is not None:
+            extra_kwargs[key] = value
+        else:
+            raise Unsupported("USER_ERROR", f"{code.co_name}() got an unexpected keyword "
+                              f"argument {key!r}")
+    first_default = n_args - len(defaults)
+    for i, name in enumerate(positional_names):
+        if name not in bound:
+            if i < first_default:
+                raise Unsupported("USER_ERROR", f"{code.co_name}() missing argument {name!r}")
+            bound[name] = defaults[i - first_default]
+    for name in kwonly_names:
+        if name not in bound:
+            if name not in kwdefaults:
+                raise Unsupported("USER_ERROR", f"{code.co_name}() missing keyword-only "
+                                  f"argument {name!r}")
+            bound[name] = kwdefaults[name]
+    if varkw_name is not None:
+        bound[varkw_name] = DictVar(extra_kwargs)
+    return bound
+
+
+def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
+    """Trace one call of `fn` (see the module docstring). Raises Unsupported."""
+    ctx = TraceContext(fn)
+    ctx._guard("GRAD_MODE", GradModeSource(), STATE.enabled)
+    code = fn.__code__
+    params = bind_arguments(code, tuple(ConstVar(v) for v in fn.__defaults__ or ()),
+                            {k: ConstVar(v) for k, v in (fn.__kwdefaults__ or {}).items()},
+                            [ConstVar(a) for a in args], {k: ConstVar(v) for k, v in
+                                                          kwargs.items()})
+    locals_ = {name: ctx.wrap_value(var.value, LocalSource(name)) for name, var in params.items()}
+    cells = {name: CellVar(contents=ctx.wrap_value(cell.cell_contents, ClosureSource(name)),
+                           source=ClosureSource(name))
+             for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True)}
+    tx = Translator(ctx, code, fn.__globals__, locals_, cells)
+    entry_mode = STATE.enabled
+    try:
+        with recording(ctx.recorder):
+            output = tx.run()
+    finally:
+        if STATE.enabled != entry_mode:
+            set_grad_mode(entry_mode)
+    return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output)

@@ -1,0 +1,439 @@
+"""The symbolic bytecode interpreter: one handler per CPython 3.11 opcode.
+
+`Translator` walks a code object's instructions (`dis.get_instructions`: caches hidden,
+EXTENDED_ARG folded) over a stack of `Var`s (jitgrad/trace/variables.py). Python-level
+values known at trace time are computed for real; tensors are `FakeTensor`s, and every op
+on them runs the real jitgrad function under the op recorder, which adds graph nodes.
+User functions are inlined by a child Translator (`calls.py`). Anything it cannot model
+raises `Unsupported`, carrying the user's file:line.
+
+Loops over known iterables are unrolled simply by following the jumps: the instruction
+pointer goes back, the iterator Var advances. `MAX_INSTRUCTIONS` caps the work per frame.
+"""
+
+from __future__ import annotations
+
+import dis
+import linecache
+import operator
+import types
+from typing import Any
+
+from jitgrad.trace import calls
+from jitgrad.trace.bytecode import binary_op_symbol
+from jitgrad.trace.fake import Unsupported
+from jitgrad.trace.graph import SourceLocation
+from jitgrad.trace.variables import (
+    CellVar,
+    ConstVar,
+    DictVar,
+    GradModeVar,
+    IteratorVar,
+    ListVar,
+    NestedFunctionVar,
+    NullVar,
+    TupleVar,
+    Var,
+)
+
+MAX_INSTRUCTIONS = 100_000  # per traced frame, unrolled loops included
+MAX_INLINE_DEPTH = 32
+
+# Python's operator for each operator symbol of BINARY_OP / COMPARE_OP / UNARY_*
+OPERATORS = {
+    "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
+    "@": operator.matmul, "*": operator.mul, "%": operator.mod, "|": operator.or_,
+    "**": operator.pow, ">>": operator.rshift, "-": operator.sub, "/": operator.truediv,
+    "^": operator.xor, "<": operator.lt, "<=": operator.le, "==": operator.eq,
+    "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
+    "UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
+    "UNARY_INVERT": operator.invert,
+}
+
+
+class Translator:
+    """Symbolic execution of one frame (the compiled function or an inlined callee).
+
+    ctx: the TraceContext shared by a whole trace (graph, guards, lifted inputs).
+    locals: name -> Var for fast locals; cells: name -> CellVar for cell and free vars.
+    """
+
+    def __init__(self, ctx: Any, code: types.CodeType, f_globals: dict[str, Any],
+                 locals_: dict[str, Var], cells: dict[str, CellVar], depth: int = 0,
+                 global_source: Any = None) -> None:
+        self.ctx = ctx
+        self.code = code
+        self.f_globals = f_globals
+        self.locals = locals_
+        self.cells = cells
+        self.depth = depth
+        self.global_source = global_source  # how guards reach this frame's globals
+        self.instructions = list(dis.get_instructions(code))
+        self.index_of = {ins.offset: i for i, ins in enumerate(self.instructions)}
+        self.stack: list[Var] = []
+        self.kw_names: tuple[str, ...] = ()
+        self.ip = 0
+        self.current: dis.Instruction | None = None
+        self.return_value: Var | None = None
+
+    # ----- driver -------------------------------------------------------------------
+    def run(self) -> Var:
+        """Execute until RETURN_VALUE; returns the returned Var."""
+        steps = 0
+        while self.return_value is None:
+            steps += 1
+            if steps > MAX_INSTRUCTIONS:
+                raise Unsupported("LOOP_TOO_LONG", f"more than {MAX_INSTRUCTIONS} instructions "
+                                  "traced in one frame (a long unrolled loop?)",
+                                  "move the loop out of the compiled function or shorten it")
+            instruction = self.instructions[self.ip]
+            self.current = instruction
+            self.ip += 1
+            if instruction.positions is not None and instruction.positions.lineno is not None:
+                self.ctx.recorder.location = self.location()
+            handler = getattr(self, instruction.opname, None)
+            try:
+                if handler is None:
+                    raise Unsupported("UNSUPPORTED_OPCODE", f"opcode {instruction.opname} is "
+                                      "not supported by the tracer", "")
+                handler(instruction)
+            except Unsupported as err:
+                if getattr(err, "location", None) is None:  # the innermost frame says where
+                    err.location = self.location()
+                raise
+        return self.return_value
+
+    def location(self) -> SourceLocation:
+        """The user's file, line, columns and source text of the current instruction."""
+        positions = self.current.positions
+        filename = self.code.co_filename
+        text = linecache.getline(filename, positions.lineno).rstrip()
+        return SourceLocation(filename, positions.lineno, positions.col_offset,
+                              positions.end_col_offset, text)
+
+    def jump_to(self, offset: int) -> None:
+        self.ip = self.index_of[offset]
+
+    def push(self, var: Var) -> None:
+        self.stack.append(var)
+
+    def pop(self) -> Var:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[Var]:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    # ----- loads and stores -------------------------------------------------------------
+    def NOP(self, inst: dis.Instruction) -> None:
+        pass
+
+    RESUME = NOP
+    COPY_FREE_VARS = NOP  # free variables are set up as cells before tracing
+
+    def MAKE_CELL(self, inst: dis.Instruction) -> None:
+        name = inst.argval
+        cell = self.cells.get(name)
+        if cell is None:
+            self.cells[name] = CellVar(contents=self.locals.pop(name, None))
+        elif name in self.locals:  # an argument that is also a cell: move it in
+            cell.contents = self.locals.pop(name)
+
+    def LOAD_CONST(self, inst: dis.Instruction) -> None:
+        self.push(ConstVar(inst.argval))
+
+    def LOAD_FAST(self, inst: dis.Instruction) -> None:
+        if inst.argval not in self.locals:
+            raise Unsupported("UNBOUND_LOCAL", f"local variable {inst.argval!r} referenced "
+                              "before assignment")
+        self.push(self.locals[inst.argval])
+
+    def STORE_FAST(self, inst: dis.Instruction) -> None:
+        self.locals[inst.argval] = self.pop()
+
+    def DELETE_FAST(self, inst: dis.Instruction) -> None:
+        self.locals.pop(inst.argval, None)
+
+    def LOAD_DEREF(self, inst: dis.Instruction) -> None:
+        cell = self.cells[inst.argval]
+        if cell.contents is None:
+            raise Unsupported("UNBOUND_LOCAL", f"free variable {inst.argval!r} referenced "
+                              "before assignment")
+        self.push(cell.contents)
+
+    def STORE_DEREF(self, inst: dis.Instruction) -> None:
+        cell = self.cells[inst.argval]
+        if cell.source is not None:
+            raise Unsupported("SIDE_EFFECT", f"assignment to the closure variable "
+                              f"{inst.argval!r} of an enclosing function",
+                              "return the value instead of assigning it in the closure")
+        cell.contents = self.pop()
+
+    def LOAD_CLOSURE(self, inst: dis.Instruction) -> None:
+        self.push(self.cells[inst.argval])
+
+    def LOAD_GLOBAL(self, inst: dis.Instruction) -> None:
+        if inst.arg & 1:
+            self.push(NullVar())
+        self.push(self.ctx.load_global(self, inst.argval))
+
+    def STORE_GLOBAL(self, inst: dis.Instruction) -> None:
+        raise Unsupported("SIDE_EFFECT", f"assignment to the global {inst.argval!r}",
+                          "pass the value in and return the new one")
+
+    def LOAD_ATTR(self, inst: dis.Instruction) -> None:
+        self.push(calls.load_attr(self, self.pop(), inst.argval))
+
+    def LOAD_METHOD(self, inst: dis.Instruction) -> None:
+        receiver = self.pop()
+        self.push(NullVar())
+        self.push(calls.load_attr(self, receiver, inst.argval))
+
+    def STORE_ATTR(self, inst: dis.Instruction) -> None:
+        target = self.pop()
+        value = self.pop()
+        calls.store_attr(self, target, inst.argval, value)
+
+    # ----- stack shuffles -------------------------------------------------------------
+    def POP_TOP(self, inst: dis.Instruction) -> None:
+        self.pop()
+
+    def PUSH_NULL(self, inst: dis.Instruction) -> None:
+        self.push(NullVar())
+
+    def COPY(self, inst: dis.Instruction) -> None:
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst: dis.Instruction) -> None:
+        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+
+    # ----- calls ----------------------------------------------------------------------
+    def KW_NAMES(self, inst: dis.Instruction) -> None:
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def PRECALL(self, inst: dis.Instruction) -> None:
+        pass
+
+    def CALL(self, inst: dis.Instruction) -> None:
+        args = self.popn(inst.arg)
+        callable_, null_or_self = self.pop(), self.pop()
+        if not isinstance(null_or_self, NullVar):  # [method, self] from LOAD_METHOD
+            args = [callable_] + args
+            callable_ = null_or_self
+        kw_names, self.kw_names = self.kw_names, ()
+        n_kw = len(kw_names)
+        positional = args[:len(args) - n_kw]
+        keywords = dict(zip(kw_names, args[len(args) - n_kw:], strict=True))
+        self.push(calls.call(self, callable_, positional, keywords))
+
+    def CALL_FUNCTION_EX(self, inst: dis.Instruction) -> None:
+        keywords: dict[str, Var] = {}
+        if inst.arg & 1:
+            kw = self.pop()
+            if not isinstance(kw, DictVar):
+                raise Unsupported("UNSUPPORTED_CALL", "**kwargs of an unknown mapping")
+            keywords = dict(kw.items)
+        args = self.pop()
+        callable_ = self.pop()
+        if isinstance(self.stack[-1], NullVar):
+            self.pop()
+        self.push(calls.call(self, callable_, calls.unpack_iterable(self, args), keywords))
+
+    def MAKE_FUNCTION(self, inst: dis.Instruction) -> None:
+        code = self.pop().value
+        closure: tuple = ()
+        if inst.arg & 0x08:
+            closure = tuple(self.pop().items)
+        if inst.arg & 0x04:
+            self.pop()  # annotations
+        kwdefaults: dict[str, Var] = {}
+        if inst.arg & 0x02:
+            kwdefaults = dict(self.pop().items)
+        defaults: tuple = ()
+        if inst.arg & 0x01:
+            defaults = tuple(self.pop().items)
+        self.push(NestedFunctionVar(code, self.f_globals, defaults, kwdefaults, closure))
+
+    def RETURN_VALUE(self, inst: dis.Instruction) -> None:
+        self.return_value = self.pop()
+
+    # ----- operators ------------------------------------------------------------------
+    def BINARY_OP(self, inst: dis.Instruction) -> None:
+        b, a = self.pop(), self.pop()
+        symbol = binary_op_symbol(inst.arg)
+        inplace = symbol.endswith("=")
+        fn = OPERATORS[symbol[:-1] if inplace else symbol]
+        self.push(calls.apply_operator(self, fn, [a, b], inplace=inplace))
+
+    def COMPARE_OP(self, inst: dis.Instruction) -> None:
+        b, a = self.pop(), self.pop()
+        self.push(calls.apply_operator(self, OPERATORS[inst.argval], [a, b]))
+
+    def IS_OP(self, inst: dis.Instruction) -> None:
+        b, a = self.pop(), self.pop()
+        same = calls.is_same(self, a, b)
+        self.push(ConstVar(same != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst: dis.Instruction) -> None:
+        container, item = self.pop(), self.pop()
+        found = calls.contains(self, container, item)
+        self.push(ConstVar(found != bool(inst.arg)))
+
+    def _unary(self, inst: dis.Instruction) -> None:
+        self.push(calls.apply_operator(self, OPERATORS[inst.opname], [self.pop()]))
+
+    UNARY_NEGATIVE = UNARY_POSITIVE = UNARY_INVERT = _unary
+
+    def UNARY_NOT(self, inst: dis.Instruction) -> None:
+        self.push(ConstVar(not calls.truth(self, self.pop())))
+
+    def BINARY_SUBSCR(self, inst: dis.Instruction) -> None:
+        index, container = self.pop(), self.pop()
+        self.push(calls.getitem(self, container, index))
+
+    def STORE_SUBSCR(self, inst: dis.Instruction) -> None:
+        index, container, value = self.pop(), self.pop(), self.pop()
+        calls.setitem(self, container, index, value)
+
+    # ----- builders -------------------------------------------------------------------
+    def BUILD_TUPLE(self, inst: dis.Instruction) -> None:
+        self.push(TupleVar(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst: dis.Instruction) -> None:
+        self.push(ListVar(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst: dis.Instruction) -> None:
+        items = self.popn(2 * inst.arg)
+        self.push(DictVar({calls.constant(self, k): v for k, v in zip(items[::2], items[1::2],
+                                                                       strict=True)}))
+
+    def BUILD_CONST_KEY_MAP(self, inst: dis.Instruction) -> None:
+        keys = calls.constant(self, self.pop())
+        values = self.popn(inst.arg)
+        self.push(DictVar(dict(zip(keys, values, strict=True))))
+
+    def BUILD_SLICE(self, inst: dis.Instruction) -> None:
+        parts = [calls.constant(self, v) for v in self.popn(inst.arg)]
+        self.push(ConstVar(slice(*parts)))
+
+    def BUILD_STRING(self, inst: dis.Instruction) -> None:
+        self.push(ConstVar("".join(calls.constant(self, v) for v in self.popn(inst.arg))))
+
+    def FORMAT_VALUE(self, inst: dis.Instruction) -> None:
+        spec = calls.constant(self, self.pop()) if inst.arg & 0x04 else ""
+        value = calls.constant(self, self.pop())
+        conversion = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
+        self.push(ConstVar(format(conversion(value), spec)))
+
+    def LIST_APPEND(self, inst: dis.Instruction) -> None:
+        value = self.pop()
+        self.stack[-inst.arg].items.append(value)
+
+    def LIST_EXTEND(self, inst: dis.Instruction) -> None:
+        values = calls.unpack_iterable(self, self.pop())
+        self.stack[-inst.arg].items.extend(values)
+
+    def LIST_TO_TUPLE(self, inst: dis.Instruction) -> None:
+        self.push(TupleVar(list(self.pop().items)))
+
+    def MAP_ADD(self, inst: dis.Instruction) -> None:
+        value, key = self.pop(), self.pop()
+        self.stack[-inst.arg].items[calls.constant(self, key)] = value
+
+    def DICT_UPDATE(self, inst: dis.Instruction) -> None:
+        update = self.pop()
+        if not isinstance(update, DictVar):
+            raise Unsupported("UNSUPPORTED_CALL", "dict update from an unknown mapping")
+        self.stack[-inst.arg].items.update(update.items)
+
+    DICT_MERGE = DICT_UPDATE
+
+    def UNPACK_SEQUENCE(self, inst: dis.Instruction) -> None:
+        items = calls.unpack_iterable(self, self.pop())
+        if len(items) != inst.arg:
+            raise Unsupported("UNSUPPORTED_OPCODE", f"unpacking {len(items)} values into "
+                              f"{inst.arg} names")
+        self.stack.extend(reversed(items))
+
+    def UNPACK_EX(self, inst: dis.Instruction) -> None:
+        items = calls.unpack_iterable(self, self.pop())
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        middle = ListVar(items[before:len(items) - after])
+        values = items[:before] + [middle] + items[len(items) - after:]
+        self.stack.extend(reversed(values))
+
+    # ----- control flow ---------------------------------------------------------------
+    def JUMP_FORWARD(self, inst: dis.Instruction) -> None:
+        self.jump_to(inst.argval)
+
+    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
+
+    def _pop_jump(self, inst: dis.Instruction, jump_if: bool) -> None:
+        if calls.truth(self, self.pop()) == jump_if:
+            self.jump_to(inst.argval)
+
+    def POP_JUMP_FORWARD_IF_TRUE(self, inst: dis.Instruction) -> None:
+        self._pop_jump(inst, True)
+
+    def POP_JUMP_FORWARD_IF_FALSE(self, inst: dis.Instruction) -> None:
+        self._pop_jump(inst, False)
+
+    POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_FORWARD_IF_TRUE
+    POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_FORWARD_IF_FALSE
+
+    def _pop_jump_none(self, inst: dis.Instruction, jump_if_none: bool) -> None:
+        value = self.pop()
+        is_none = isinstance(value, ConstVar) and calls.constant(self, value) is None
+        if is_none == jump_if_none:
+            self.jump_to(inst.argval)
+
+    def POP_JUMP_FORWARD_IF_NONE(self, inst: dis.Instruction) -> None:
+        self._pop_jump_none(inst, True)
+
+    def POP_JUMP_FORWARD_IF_NOT_NONE(self, inst: dis.Instruction) -> None:
+        self._pop_jump_none(inst, False)
+
+    POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_FORWARD_IF_NONE
+    POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst: dis.Instruction) -> None:
+        if calls.truth(self, self.stack[-1]):
+            self.jump_to(inst.argval)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst: dis.Instruction) -> None:
+        if not calls.truth(self, self.stack[-1]):
+            self.jump_to(inst.argval)
+        else:
+            self.pop()
+
+    def GET_ITER(self, inst: dis.Instruction) -> None:
+        value = self.pop()
+        if isinstance(value, IteratorVar):
+            self.push(value)
+        else:
+            self.push(IteratorVar(calls.unpack_iterable(self, value)))
+
+    def FOR_ITER(self, inst: dis.Instruction) -> None:
+        iterator = self.stack[-1]
+        assert isinstance(iterator, IteratorVar), "GET_ITER always pushes an IteratorVar"
+        if iterator.position < len(iterator.items):
+            self.push(iterator.items[iterator.position])
+            iterator.position += 1
+        else:
+            self.pop()
+            self.jump_to(inst.argval)
+
+    # ----- with blocks (grad mode only) --------------------------------------------------
+    def BEFORE_WITH(self, inst: dis.Instruction) -> None:
+        manager = self.pop()
+        if not isinstance(manager, GradModeVar):
+            raise Unsupported("UNSUPPORTED_CONTEXT_MANAGER", "a `with` block over a context "
+                              "manager the tracer does not model",
+                              "only no_grad/enable_grad/set_grad_enabled are traced")
+        self.push(self.ctx.enter_grad_mode(manager.enabled))
+        self.push(ConstVar(None))

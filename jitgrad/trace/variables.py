@@ -1,0 +1,114 @@
+"""What the translator keeps on its symbolic stack: variable trackers (`Var`s).
+
+Every value the traced code touches is a `Var`: a constant, a traced tensor, a
+container of Vars, an arbitrary Python object, or a marker (NULL of the call protocol).
+A Var read from the user's frame carries its `source`; guards are installed from sources
+when a value influences the trace (see `Translator.guard_*`), never for unused inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jitgrad.trace.fake import FakeTensor
+
+
+@dataclass(eq=False)
+class Var:
+    """Base of the variable trackers. `source` says where the value came from, if outside."""
+
+    source: Any = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class ConstVar(Var):
+    """A Python value known at trace time (number, str, None, dtype, slice, tuple of consts)."""
+
+    value: Any
+
+
+@dataclass(eq=False)
+class TensorVar(Var):
+    """A traced tensor; `fake` holds its metadata and graph node."""
+
+    fake: FakeTensor
+
+
+@dataclass(eq=False)
+class TupleVar(Var):
+    items: list[Var]
+
+
+@dataclass(eq=False)
+class ListVar(Var):
+    """A list; `items` are mutated in place by traced code (only lists made while tracing)."""
+
+    items: list[Var]
+
+
+@dataclass(eq=False)
+class DictVar(Var):
+    """A dict with constant keys, insertion-ordered."""
+
+    items: dict[Any, Var]
+
+
+@dataclass(eq=False)
+class ObjectVar(Var):
+    """Any other Python object (functions, modules, classes, nn.Modules, methods, ...)."""
+
+    value: Any
+
+
+@dataclass(eq=False)
+class NullVar(Var):
+    """The NULL that CPython 3.11's call protocol pushes below a callable."""
+
+
+@dataclass(eq=False)
+class IteratorVar(Var):
+    """An iterator over already-known items (loops are unrolled)."""
+
+    items: list[Var]
+    position: int = 0
+
+
+@dataclass(eq=False)
+class CellVar(Var):
+    """A closure cell created by the traced frame (MAKE_CELL); holds a Var or None."""
+
+    contents: Var | None = None
+
+
+@dataclass(eq=False)
+class NestedFunctionVar(Var):
+    """A function made by MAKE_FUNCTION inside traced code; inlined when called."""
+
+    code: Any
+    globals: dict[str, Any]
+    defaults: tuple[Var, ...] = ()
+    kwdefaults: dict[str, Var] = field(default_factory=dict)
+    closure: tuple[CellVar, ...] = ()
+
+
+@dataclass(eq=False)
+class GradModeVar(Var):
+    """`no_grad()` / `enable_grad()` / `set_grad_enabled(b)` used as a context manager."""
+
+    enabled: bool
+
+
+@dataclass(eq=False)
+class GradModeExitVar(Var):
+    """The bound `__exit__` a `with` block leaves on the stack; restores `previous`."""
+
+    previous: bool
+
+
+@dataclass(eq=False)
+class BoundMethodVar(Var):
+    """`obj.method` for a Var receiver whose method the translator models itself."""
+
+    receiver: Var
+    name: str

@@ -1,0 +1,284 @@
+"""@jitgrad.compile end to end: captured graphs, guards, recompiles, fallbacks, explain().
+
+Every test compares compiled with eager (values, dtype, shape, requires_grad) and asserts
+graph and recompile counts exactly. Frames with a construct the tracer cannot capture
+run eagerly as a whole (a frame outcome, not a graph break) until resume functions land.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F  # noqa: N812 - the PyTorch convention
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    jg.reset()
+    yield
+    jg.reset()
+
+
+def assert_same(compiled, eager):
+    assert compiled.shape == eager.shape and compiled.dtype == eager.dtype
+    assert compiled.requires_grad == eager.requires_grad
+    np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(), rtol=1e-6)
+
+
+def x8(seed=0, shape=(8,), requires_grad=False):
+    data = np.random.default_rng(seed).normal(size=shape).astype(np.float32)
+    return jg.tensor(data, requires_grad=requires_grad)
+
+
+def relu_affine(x):
+    return jg.relu(x * 2 + 1)
+
+
+def test_one_graph_and_no_recompile_on_second_call():
+    report = jg.explain(relu_affine)(x8())
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert report.ops_per_graph == [3]
+    compiled = jg.compile(relu_affine)
+    x = x8(1)
+    assert_same(compiled(x), relu_affine(x))
+    assert_same(compiled(x8(2)), relu_affine(x8(2)))
+
+
+def test_printed_graph_names_ops_shapes_and_lines():
+    report = jg.explain(relu_affine)(x8())
+    text = str(report.graphs[0])
+    assert "call_function[mul]" in text and "call_function[relu]" in text
+    assert "f32[8]" in text and "test_compile.py:" in text
+
+
+class CompileCounter:
+    """A backend that counts compiles and runs the graph eagerly."""
+
+    def __init__(self):
+        self.compiles = 0
+
+    def __call__(self, gm, example_inputs):
+        self.compiles += 1
+        return gm
+
+
+def test_shape_and_dtype_changes_recompile():
+    counter = CompileCounter()
+    compiled = jg.compile(lambda x: jg.sin(x) + 1, backend=counter)
+    for shape in [(4,), (5,), (6,), (4,), (5,)]:
+        x = x8(shape=shape)
+        assert_same(compiled(x), jg.sin(x) + 1)
+    assert counter.compiles == 3
+    x64 = jg.tensor(np.ones(4), dtype=jg.float64)
+    assert_same(compiled(x64), jg.sin(x64) + 1)
+    assert counter.compiles == 4
+
+
+def test_recompile_reason_names_the_failing_guard():
+    def f(x):
+        return x.cos() * 2
+
+    compiled = jg.compile(f)
+    compiled(x8(shape=(4,)))
+    from jitgrad.trace import report as report_module
+
+    output = report_module.ExplainOutput()
+    report_module.recorders().append(output)
+    try:
+        compiled(x8(shape=(5,)))
+    finally:
+        report_module.recorders().remove(output)
+    assert len(output.recompile_reasons) == 1
+    assert "x" in output.recompile_reasons[0] and "5" in output.recompile_reasons[0]
+
+
+def test_requires_grad_flows_through_the_eager_backend():
+    def f(x, w):
+        return (x @ w).tanh().sum()
+
+    x, w = x8(shape=(3, 4)), x8(1, shape=(4, 2), requires_grad=True)
+    out = jg.compile(f)(x, w)
+    out.backward()
+    w_eager = x8(1, shape=(4, 2), requires_grad=True)
+    f(x, w_eager).backward()
+    np.testing.assert_allclose(w.grad.numpy(), w_eager.grad.numpy(), rtol=1e-6)
+
+
+def test_python_control_flow_on_constants_and_unrolled_loops():
+    def f(x, n, flag="a"):
+        for i in range(n):
+            x = x * 2 + i
+        return x + 1 if flag == "a" else x - 1
+
+    compiled = jg.compile(f)
+    x = x8()
+    assert_same(compiled(x, 3), f(x, 3))
+    report = jg.explain(f)(x, 3)
+    assert report.ops_per_graph == [7]
+    assert_same(compiled(x, 3, flag="b"), f(x, 3, flag="b"))
+
+
+def helper(t):
+    return t * 3 - 1
+
+
+def test_user_functions_closures_and_comprehensions_are_inlined():
+    k = 3
+
+    def inner(t):
+        return t + k
+
+    def f(xs):
+        return jg.stack([inner(helper(x)) for x in xs])
+
+    xs = [x8(i) for i in range(3)]
+    report = jg.explain(f)(xs)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert_same(jg.compile(f)(xs), f(xs))
+
+
+def test_containers_and_output_structure_are_rebuilt():
+    def f(x, d):
+        acc = 0
+        for _key, value in d.items():
+            acc = acc + value * 2
+        return {"out": (x + 1, [x * 2, 3]), "acc": acc, "n": 5}
+
+    x, d = x8(), {"a": x8(1), "b": x8(2)}
+    got, want = jg.compile(f)(x, d), f(x, d)
+    assert got.keys() == want.keys() and got["n"] == 5 and got["out"][1][1] == 3
+    assert_same(got["out"][0], want["out"][0])
+    assert_same(got["out"][1][0], want["out"][1][0])
+    assert_same(got["acc"], want["acc"])
+
+
+class Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(jg.ones(8) * 0.5)
+        self.scale = 2
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return F.gelu(self.lin(x * self.w * self.scale))
+
+
+def test_module_parameters_are_graph_inputs_and_attribute_changes_recompile():
+    model = Scale()
+    compiled = jg.compile(model)
+    x = x8(shape=(2, 8))
+    assert_same(compiled(x), model(x))
+    report = jg.explain(model)(x)
+    assert report.graph_count == 1
+    model.scale = 3
+    assert_same(compiled(x), model(x))
+    out = compiled(x).sum()
+    out.backward()
+    assert model.w.grad is not None and model.lin.weight.grad is not None
+
+
+def test_no_grad_region_is_captured():
+    def f(x):
+        with jg.no_grad():
+            y = x * 2
+        return y + x
+
+    x = x8(requires_grad=True)
+    report = jg.explain(f)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    out = jg.compile(f)(x)
+    assert out.requires_grad and jg.is_grad_enabled()
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.ones(8))
+
+
+def test_unsupported_frame_runs_eagerly_with_one_warning_and_a_reported_outcome():
+    printed = []
+
+    def f(x):
+        y = x + 1
+        printed.append("side")
+        print("side")
+        return y * 2
+
+    compiled = jg.compile(f)
+    x = x8()
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        assert_same(compiled(x), (x + 1) * 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(x)
+    assert printed == ["side", "side"], "the eager fallback ran the body exactly once per call"
+
+
+def test_fullgraph_raises_before_running_user_code(capsys):
+    def f(x):
+        y = x + 1
+        print("no")
+        return y
+
+    with pytest.raises(jg.CompileError) as excinfo:
+        jg.compile(f, fullgraph=True)(x8())
+    assert capsys.readouterr().out == ""
+    message = str(excinfo.value)
+    assert "print" in message and "test_compile.py" in message and 'print("no")' in message
+    assert isinstance(excinfo.value, RuntimeError)
+
+
+def test_data_dependent_branch_without_breaks_falls_back_to_eager():
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:
+            return jg.relu(y)
+        return -y
+
+    compiled = jg.compile(f)
+    for sign in (1, -1):
+        x = jg.tensor(np.full(4, sign, dtype=np.float32), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_same(compiled(x), f(x))
+
+
+def test_disable_switch_and_disabled_functions(monkeypatch):
+    @jg.disable
+    def eager_only(t):
+        return t + 1
+
+    def f(x):
+        return eager_only(x * 2)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(jg.compile(f)(x8()), f(x8()))
+    from jitgrad import config
+
+    monkeypatch.setattr(config, "DISABLE", True)
+    report = jg.explain(relu_affine)(x8())
+    assert report.graph_count == 0
+
+
+def test_recompile_limit_falls_back_to_eager_with_one_warning():
+    def f(x, flag):
+        return x + 1 if flag == "a" else x - 1
+
+    compiled = jg.compile(f)
+    x = x8()
+    with pytest.warns(UserWarning, match="recompile limit"):
+        for i in range(10):
+            assert_same(compiled(x, f"flag{i}"), f(x, f"flag{i}"))
+
+
+def test_backend_callable_receives_graph_module_and_real_inputs():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, [t.shape for t in example_inputs]))
+        return gm
+
+    compiled = jg.compile(relu_affine, backend=backend)
+    assert_same(compiled(x8()), relu_affine(x8()))
+    assert len(seen) == 1 and seen[0][1] == [(8,)]
