@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.ops import pointwise, shape
-from jitgrad.eager.ops._binary import cast_operands, result_dtype
 from jitgrad.eager.ops.einsum import einsum
+from jitgrad.eager.ops.pointwise import C_TYPE_NAMES, SCALAR_TYPE_NAMES
 from jitgrad.eager.ops.reduction import reduced_count
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor
@@ -80,7 +80,9 @@ def matmul(input: Any, other: Any) -> Tensor:
     """Matrix product with batching (`input @ other`).
 
     Shapes: (..., m, k) @ (..., k, n) -> (..., m, n); 1-D operands act as a row/column.
-    Raises RuntimeError naming the inner dims when they differ, or on 0-d operands.
+    Dtypes: both operands must have the same dtype (no promotion, as in PyTorch).
+    Raises RuntimeError naming the inner dims when they differ, on 0-d operands, or when
+    the dtypes differ.
     """
     a, b = as_tensor(input), as_tensor(other)
     sa, sb = a._data.shape, b._data.shape
@@ -90,20 +92,33 @@ def matmul(input: Any, other: Any) -> Tensor:
     k_a = sa[-1]
     k_b = sb[-2] if len(sb) >= 2 else sb[0]
     if k_a != k_b:
+        if len(sa) == 1 and len(sb) == 1:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{k_a}] and src "
+                               f"[{k_b}] to have the same number of elements, but got {k_a} and "
+                               f"{k_b} elements respectively")
         rows = sa[-2] if len(sa) >= 2 else 1
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k_a} and "
             f"{k_b}x{sb[-1] if len(sb) >= 2 else 1}): the inner dims {k_a} and {k_b} differ "
             f"(shapes {list(sa)} and {list(sb)})")
-    if a._data.dtype == b._data.dtype:
-        arrays = (a._data, b._data)
-    else:
-        arrays = cast_operands((a, b), result_dtype(a, b).np)
+    check_same_dtype(a._data.dtype, b._data.dtype)
     try:
-        return apply_op(MATMUL, (a, b), arrays)
+        return apply_op(MATMUL, (a, b), (a._data, b._data))
     except ValueError:
         raise RuntimeError(f"matmul: batch dims of shapes {list(sa)} and {list(sb)} do not "
                            "broadcast") from None
+
+
+def check_same_dtype(m1: np.dtype, m2: np.dtype) -> None:
+    """Matrix products do not promote: PyTorch raises when the operand dtypes differ.
+
+    Raises RuntimeError with PyTorch's text ("expected m1 and m2 to have the same dtype, but
+    got: float != double") plus a hint, e.g. for a float64 numpy batch fed to a float32 model.
+    """
+    if m1 != m2:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{C_TYPE_NAMES[m1.name]} != {C_TYPE_NAMES[m2.name]}; cast one "
+                           f"operand first, e.g. x.to(w.dtype) or x.float()")
 
 
 def _is_matrix(name: str, t: Tensor, ndim: int, what: str) -> None:
@@ -211,7 +226,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight^T + bias, with weight stored (out_features, in_features).
 
     Shapes: input (..., in), weight (out, in), bias (out,) -> (..., out).
-    Raises RuntimeError when the feature sizes differ or weight is not 2-D.
+    Raises RuntimeError when the feature sizes differ, weight is not 2-D, or the dtypes
+    of input, weight and bias differ (no promotion, as in PyTorch).
     """
     x, w = input._data, weight._data
     if w.ndim != 2:
@@ -223,13 +239,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{x.shape[-1] if x.ndim else 1} and {w.shape[1]}x{w.shape[0]}): "
                            f"input has {x.shape[-1] if x.ndim else 0} features, weight "
                            f"{list(w.shape)} expects {w.shape[1]}")
-    arrays = (x, w, None if bias is None else bias._data)
-    operands = (input, weight, bias)
-    dtype = x.dtype
-    if w.dtype != dtype or (bias is not None and bias._data.dtype != dtype):
-        np_dtype = result_dtype(*[t for t in operands if t is not None]).np
-        arrays = tuple(None if a is None else a.astype(np_dtype, copy=False) for a in arrays)
-    return apply_op(LINEAR, operands, arrays)
+    check_same_dtype(x.dtype, w.dtype)
+    if bias is not None and bias._data.dtype != w.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{SCALAR_TYPE_NAMES[bias._data.dtype.name]} and "
+                           f"{SCALAR_TYPE_NAMES[w.dtype.name]} (bias and weight); cast the bias "
+                           f"with bias.to(weight.dtype)")
+    return apply_op(LINEAR, (input, weight, bias), (x, w, None if bias is None else bias._data))
 
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "addmm", "baddbmm", "einsum"]
