@@ -64,8 +64,20 @@ def test_cross_entropy_target_errors():
         F.cross_entropy(jg.zeros(2, 3), jg.tensor([0, 3]))
     with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got Int"):
         F.cross_entropy(jg.zeros(2, 3), jg.tensor([0, 1], dtype=jg.int32))
-    with pytest.raises(RuntimeError, match=r"Expected input batch_size \(2\) to match target "):
-        F.cross_entropy(jg.zeros(2, 3), jg.tensor([0, 1, 2]))
+
+@pytest.mark.parametrize("loss", [F.cross_entropy, F.nll_loss], ids=["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("input_shape, target_shape, error, message", [
+    ((2, 3), (3,), ValueError, r"^Expected input batch_size \(2\) to match target batch_size \(3\)\."),
+    ((2, 3), (), ValueError, r"^Expected input batch_size \(2\) to match target batch_size \(0\)\."),
+    ((2, 5, 3), (3, 3), ValueError, r"^Expected input batch_size \(2\) to match target batch_size \(3\)\."),
+    ((2, 3), (2, 1), RuntimeError, r"^0D or 1D target tensor expected, multi-target not supported"),
+    ((2, 5, 3), (2, 4), RuntimeError, r"^Expected target size \[2, 3\], got \[2, 4\]"),
+])
+def test_target_shape_errors_have_pytorchs_class_and_text(loss, input_shape, target_shape, error,
+                                                          message):
+    # measured on torch 2.13: a batch-size clash is a ValueError, other shapes RuntimeError
+    with pytest.raises(error, match=message):
+        loss(jg.zeros(*input_shape), jg.zeros(*target_shape, dtype=jg.int64))
 
 
 def test_nll_loss_gradient_and_log_prob_agnostic_value():

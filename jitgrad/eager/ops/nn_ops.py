@@ -210,6 +210,24 @@ NLL_LOSS = register("nll_loss", _nll_forward, _nll_backward, saves=("target", "w
                     source="d(-w_t * x_t) / dx_t = -w_t")
 
 
+def _target_shape_error(input_shape: tuple[int, ...], target_shape: tuple[int, ...],
+                        expected: tuple[int, ...]) -> Exception:
+    """PyTorch's error for class-index targets of the wrong shape, in its order of checks:
+    RuntimeError for a 2-D+ target of a (N, C) input, ValueError when the batch sizes differ
+    (a 0-d target counts as batch size 0, as in torch), RuntimeError for other sizes."""
+    shapes = (f"input shape {list(input_shape)} needs target shape {list(expected)}, got "
+              f"{list(target_shape)}")
+    if len(input_shape) <= 2 and len(target_shape) > 1:
+        return RuntimeError(f"0D or 1D target tensor expected, multi-target not supported "
+                            f"({shapes}; flatten it, e.g. target.view(-1))")
+    target_batch = target_shape[0] if target_shape else 0
+    if len(input_shape) >= 2 and input_shape[0] != target_batch:
+        return ValueError(f"Expected input batch_size ({input_shape[0]}) to match target "
+                          f"batch_size ({target_batch}). ({shapes})")
+    return RuntimeError(f"Expected target size {list(expected)}, got {list(target_shape)} "
+                        f"(input shape {list(input_shape)})")
+
+
 def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
     data, labels = input._data, target._data
     if labels.dtype not in (np.int64, np.uint8):
@@ -219,11 +237,7 @@ def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
     class_dim = _class_dim(data.ndim)
     expected = data.shape[:class_dim] + data.shape[class_dim + 1:]
     if labels.shape != expected:
-        raise RuntimeError(f"Expected input batch_size ({data.shape[0] if data.ndim > 1 else 1}) "
-                           f"to match target batch_size "
-                           f"({labels.shape[0] if labels.ndim else 1}): input shape "
-                           f"{list(data.shape)} needs target shape {list(expected)}, got "
-                           f"{list(labels.shape)}")
+        raise _target_shape_error(data.shape, labels.shape, expected)
     n_classes = data.shape[class_dim]
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
         bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
@@ -238,7 +252,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     Shapes: input (N, C) or (N, C, d1, ...) or (C,); target (N,), (N, d1, ...) or ();
     weight (C,). 'mean' divides by the summed weights of non-ignored targets (NaN when
     all are ignored). Raises IndexError "Target 3 is out of bounds." for bad class ids,
-    RuntimeError for non-int64 targets or mismatched shapes.
+    ValueError when the batch sizes differ, RuntimeError for non-int64 targets or other
+    mismatched shapes.
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
