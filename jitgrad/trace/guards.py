@@ -56,12 +56,13 @@ class GuardKind(enum.Enum):
     ID_MATCH = "ID_MATCH"                # v is expected
     NOT_PRESENT = "NOT_PRESENT"          # the global/key/instance attribute does not exist
     TENSOR_MATCH = "TENSOR_MATCH"        # exact Tensor type, shape, dtype, requires_grad, ...
+    DUPLICATE_INPUT = "DUPLICATE_INPUT"  # v is the value of another source (one object traced)
 
 
 # Order of checks on one source: the type first, so later checks read safely.
 _RANK = {GuardKind.TYPE_MATCH: 0, GuardKind.LENGTH_MATCH: 1, GuardKind.DICT_KEYS_MATCH: 1,
          GuardKind.EQUALS_MATCH: 2, GuardKind.CODE_MATCH: 2, GuardKind.ID_MATCH: 2,
-         GuardKind.NOT_PRESENT: 2, GuardKind.TENSOR_MATCH: 3}
+         GuardKind.NOT_PRESENT: 2, GuardKind.TENSOR_MATCH: 3, GuardKind.DUPLICATE_INPUT: 4}
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes)
 
 
@@ -115,7 +116,8 @@ class KeysMatch(NamedTuple):
 
 _EXPECTED_TYPES = {GuardKind.TYPE_MATCH: type, GuardKind.LENGTH_MATCH: LengthMatch,
                    GuardKind.DICT_KEYS_MATCH: KeysMatch, GuardKind.CODE_MATCH: types.CodeType,
-                   GuardKind.TENSOR_MATCH: TensorMatch, GuardKind.GRAD_MODE: bool}
+                   GuardKind.TENSOR_MATCH: TensorMatch, GuardKind.GRAD_MODE: bool,
+                   GuardKind.DUPLICATE_INPUT: Source}
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +128,8 @@ class Guard:
       EQUALS_MATCH None/bool/int/float/complex/str/bytes or a tuple (items of other types
       are compared by identity); TENSOR_MATCH a `TensorMatch` or the real tensor;
       LENGTH_MATCH a `LengthMatch` or the container; DICT_KEYS_MATCH a `KeysMatch` or the
-      mapping; CODE_MATCH a code object; NOT_PRESENT None; GRAD_MODE a bool.
+      mapping; CODE_MATCH a code object; NOT_PRESENT None; GRAD_MODE a bool;
+      DUPLICATE_INPUT the Source of the same object (two sources that were one tensor).
     `kind` may be given by name ("TYPE_MATCH"); values are normalized to the records.
     Raises TypeError for an expected value of the wrong kind, ValueError for a source the
     kind cannot check (NOT_PRESENT reads a global, an item or an attribute; GRAD_MODE
@@ -219,7 +222,8 @@ class GuardSet:
                 assert _same_expected(old, guard), (
                     f"conflicting guards on {guard.source.name()}: {old!r} and {guard!r}")
                 return old
-        for source in chain(guard.source):
+        for source in chain(guard.source) + (
+                chain(guard.expected) if guard.kind is GuardKind.DUPLICATE_INPUT else []):
             self._slots.setdefault(source, len(self._slots))
         self._guards[key] = guard
         self._ordered = None
@@ -236,7 +240,10 @@ class GuardSet:
     def _order_key(self, guard: Guard) -> tuple[int, int, int]:
         if guard.kind is GuardKind.GRAD_MODE:
             return (0, 0, 0)
-        return (1, self._slots[guard.source], _RANK[guard.kind])
+        slot = self._slots[guard.source]
+        if guard.kind is GuardKind.DUPLICATE_INPUT:  # after the checks of both sources
+            slot = max(slot, self._slots[guard.expected])
+        return (1, slot, _RANK[guard.kind])
 
     def __str__(self) -> str:
         """One line per guard: the check as readable source, then `# file:line: text`."""
@@ -312,6 +319,8 @@ def _describe(value: object) -> str:
         return f"{value.type.__name__} with keys [{', '.join(map(_describe, value.keys))}]"
     if isinstance(value, type):
         return value.__name__
+    if isinstance(value, Source):
+        return value.name()
     if isinstance(value, types.CodeType):
         return (f"<code {value.co_name} at {os.path.basename(value.co_filename)}:"
                 f"{value.co_firstlineno}>")
@@ -347,6 +356,8 @@ def _text(guard: Guard) -> str:
                 f"list({name}) == [{', '.join(map(_describe, expected.keys))}]")
     if kind is GuardKind.NOT_PRESENT:
         return _absent_text(guard.source)
+    if kind is GuardKind.DUPLICATE_INPUT:
+        return f"{name} is {expected.name()}"
     return _tensor_text(name, expected)
 
 
@@ -443,6 +454,9 @@ def _mismatch(guard: Guard, frame: FrameValues) -> str | None:
         return f"list({name}): expected {list(expected.keys)!r}, got {list(value)!r}"
     if kind is GuardKind.TENSOR_MATCH:
         return _mismatch_tensor(name, expected, value)
+    if kind is GuardKind.DUPLICATE_INPUT and value is not expected.get(frame):
+        return (f"{name}: expected the same object as {expected.name()} (they were one object "
+                "while tracing), got a different one")
     return None
 
 
@@ -524,7 +538,9 @@ def _mismatch_absent(source: Source, frame: FrameValues) -> str | None:
 # __jg_B and __jg_C (f's own dicts and cells); other constants are names in the guard's
 # globals. Every name the guard introduces starts with a prefix no parameter uses.
 
-_V = "\0"  # stands for the source's value in a check template; repr() never emits it
+# In a check template, _V stands for the source's value and _W for a DUPLICATE_INPUT
+# guard's other source; repr() never emits either character.
+_V, _W = "\0", "\1"
 
 
 class _GuardCodegen:
@@ -606,19 +622,21 @@ class _GuardCodegen:
 
     def render(self, guards: list[Guard], qualname: str) -> str:
         """The guard function's source for `guards` (already in order)."""
-        parts: dict[tuple[Source | None, str], Guard] = {}
+        parts: dict[tuple[Source | None, str, Source | None], Guard] = {}
         for guard in guards:
-            for part in self._parts(guard):
-                parts.setdefault(part, guard)
-        self._count_uses([source for source, _ in parts])
-        for source, template in parts:
-            self._uses[source] = self._uses.get(source, 0) + template.count(_V)
+            other = guard.expected if guard.kind is GuardKind.DUPLICATE_INPUT else None
+            for source, template in self._parts(guard):
+                parts.setdefault((source, template, other), guard)
+        self._count_uses([s for source, _, other in parts for s in (source, other)])
+        for source, template, other in parts:
+            for value, placeholder in ((source, _V), (other, _W)):
+                self._uses[value] = self._uses.get(value, 0) + template.count(placeholder)
         lines = []
-        for (source, template), guard in parts.items():
-            pieces = template.split(_V)
-            text = pieces[0] + "".join(self.expr(source) + piece for piece in pieces[1:])  # type: ignore[arg-type]
+        for (source, template, other), guard in parts.items():
+            text = "".join(self._fill(piece, source, other)
+                           for piece in re.split(f"({_V}|{_W})", template))
             loc = f"  # {format_location(guard.location)}" if guard.location is not None else ""
-            lines.append(text + loc.replace("\r", " ").replace("\n", " "))
+            lines.append(text + loc)  # format_location keeps the text on one line
         body = "\n            and ".join(lines) if lines else "True"
         return (f"def {self.fn_name}({_signature(self.code)}):\n"
                 f"    # guards of {qualname}\n"
@@ -628,6 +646,11 @@ class _GuardCodegen:
                 f"        )\n"
                 f"    except Exception:\n"
                 f"        return False\n")
+
+    def _fill(self, piece: str, source: Source | None, other: Source | None) -> str:
+        """A piece of a split template: a placeholder becomes its source's expression."""
+        value = source if piece == _V else other if piece == _W else None
+        return piece if value is None else self.expr(value)
 
     def _count_uses(self, sources: list[Source | None]) -> None:
         """Each distinct source read from a base counts as one use of that base."""
@@ -665,6 +688,8 @@ class _GuardCodegen:
                     (source, f"{self.builtin('tuple')}({_V}) == {keys}")]
         if kind is GuardKind.NOT_PRESENT:
             return [self._absent(source)]
+        if kind is GuardKind.DUPLICATE_INPUT:
+            return [(source, f"{_V} is {_W}")]
         return [(source, f"{self.builtin('type')}({_V}) is {self.const(expected.type)}"),
                 (source, self._tensor(expected))]
 

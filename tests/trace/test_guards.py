@@ -298,6 +298,39 @@ def test_globals_are_read_when_the_guard_runs():
     assert guard(0)
 
 
+def test_duplicate_input_requires_the_same_object_in_both_sources():
+    def f(x, y):
+        return x + y
+
+    a, b = jg.ones(3), jg.ones(3)
+    guards = _guard_set(Guard("TENSOR_MATCH", X, a),
+                        Guard("DUPLICATE_INPUT", LocalSource("y"), X, AT_12))
+    assert _check(guards, f, a, a) and _check(guards, f, b, b)
+    assert not _check(guards, f, a, b)
+    assert _reason(guards, f, a, b) == (
+        "y: expected the same object as x (they were one object while tracing), got a "
+        "different one (guard made at model.py:12: `y = x.reshape(4, -1)`)")
+    assert str(guards).splitlines()[1] == "y is x                                                    # model.py:12: `y = x.reshape(4, -1)`"
+
+
+def test_duplicate_input_runs_after_the_checks_of_both_sources():
+    w = AttrSource(SELF, "w")
+    guards = _guard_set(Guard("DUPLICATE_INPUT", X, w), Guard("TYPE_MATCH", SELF, Net),
+                        Guard("TENSOR_MATCH", X, jg.ones(2)))
+    assert [(g.kind.name, g.source.name()) for g in guards] == [
+        ("TENSOR_MATCH", "x"), ("TYPE_MATCH", "self"), ("DUPLICATE_INPUT", "x")]
+
+    def forward(self, x):
+        return x
+
+    net, other = Net(), Other()
+    net.w = other.w = jg.ones(2)
+    assert _check(guards, forward, net, net.w)
+    assert not _check(guards, forward, other, other.w)  # type(self) fails before self.w is read
+    assert not _check(guards, forward, net, jg.ones(2))
+    assert "and x is self.w\n" in guard_source(guards.build_guard_fn(forward))
+
+
 # ----- signature binding ----------------------------------------------------------------
 
 def test_guard_binds_defaults_varargs_kwargs_and_keyword_only():
