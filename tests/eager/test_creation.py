@@ -273,3 +273,43 @@ def test_devices_cpu_only():
                  lambda: jg.tensor([1.0], device="cuda:0"), lambda: jg.randn(2, device="mps")):
         with pytest.raises(RuntimeError, match="jitgrad runs on the CPU only"):
             make()
+
+
+@pytest.mark.parametrize("make, argument, kind", [
+    (lambda: jg.zeros(4 / 2), "size", "float"),
+    (lambda: jg.ones((2, 3.0)), "size", "float"),
+    (lambda: jg.empty(3.0), "size", "float"),
+    (lambda: jg.full((2.0,), 1), "size", "float"),
+    (lambda: jg.randn(2.5), "size", "float"),
+    (lambda: jg.rand(2, 1.5), "size", "float"),
+    (lambda: jg.randint(0, 5, (2.0,)), "size", "float"),
+    (lambda: jg.ones(2).new_zeros(2.0), "size", "float"),
+    (lambda: jg.zeros(jg.tensor(3.0)), "size", "Tensor"),
+    (lambda: jg.zeros(True), "size", "bool"),
+    (lambda: jg.ones(6).view(2.0, 3), "size", "float"),
+    (lambda: jg.ones(6).reshape((2, 3.0)), "size", "float"),
+    (lambda: jg.ones(1).expand(2.0), "size", "float"),
+    (lambda: jg.ones(2, 3).permute(1.0, 0), "dims", "float"),
+    (lambda: jg.ones(2).repeat(2.0), "repeats", "float"),
+    (lambda: jg.ones(6).split(2.0), "split_size", "float"),
+    (lambda: jg.ones(6).split([2.0, 4]), "split_sizes", "float"),
+])
+def test_non_integer_sizes_raise_type_error_instead_of_truncating(make, argument, kind):
+    # torch 2.13: TypeError "...argument 'size' (position 1) must be tuple of ints, not float"
+    with pytest.raises(TypeError, match=f"argument '{argument}' must be tuple of ints, but found "
+                                        f"element of type {kind} at pos"):
+        make()
+
+
+def test_integer_like_sizes_are_accepted():
+    assert jg.zeros(np.int64(3)).shape == (3,)
+    assert jg.zeros((jg.tensor(2), 3)).shape == (2, 3)
+    assert jg.ones(6).view(jg.tensor(2), np.int32(3)).shape == (2, 3)
+    assert jg.zeros(jg.ones(2, 5).shape).shape == (2, 5)
+    assert jg.Tensor(np.int64(3)).shape == (3,)
+
+
+def test_legacy_constructor_rejects_a_lone_float():
+    with pytest.raises(TypeError, match=r"new\(\): data must be a sequence \(got float\)"):
+        jg.Tensor(2.0)
+    assert jg.Tensor([2.0]).tolist() == [2.0] and jg.Tensor(2).shape == (2,)

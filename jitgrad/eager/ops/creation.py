@@ -11,6 +11,7 @@ Random factories live in `random.py`.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -48,11 +49,40 @@ def finish(array: np.ndarray, requires_grad: bool) -> Tensor:
     return Tensor._make(array, bool(requires_grad))
 
 
+def int_sizes(values: Sequence[Any], argument: str = "size") -> tuple[int, ...]:
+    """`values` as Python ints: ints, numpy integers and one-element integer tensors.
+
+    Raises TypeError, as PyTorch does, for floats (`zeros(n / 2)`), bools and float
+    tensors, instead of truncating them.
+    """
+    try:
+        if bool not in map(type, values):
+            return tuple(map(operator.index, values))
+    except TypeError:
+        pass
+    pos, bad = next((i, v) for i, v in enumerate(values)
+                    if type(v) is bool or not _is_index(v))
+    raise TypeError(f"argument '{argument}' must be tuple of ints, but found element of type "
+                    f"{type(bad).__name__} at pos {pos} (got {tuple(values)}); compute sizes "
+                    f"with integers, e.g. n // 2 or int(x)")
+
+
+def _is_index(value: Any) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
 def size_of(size: Sequence[Any]) -> tuple[int, ...]:
-    """A shape from varargs `(2, 3)` or one sequence `((2, 3),)`. Raises on negative sizes."""
+    """A shape from varargs `(2, 3)` or one sequence `((2, 3),)`.
+
+    Raises RuntimeError on negative sizes, TypeError on non-integer ones (see int_sizes).
+    """
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    shape = tuple(int(s) for s in size)
+    shape = int_sizes(size)
     for s in shape:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
@@ -187,10 +217,14 @@ def legacy_tensor_constructor(cls: type, *args: Any, **kwargs: Any) -> Tensor:
     """`jitgrad.Tensor(data)` or `jitgrad.Tensor(2, 3)` (uninitialized float32), as PyTorch's.
 
     A `jitgrad.Size` argument is a shape; `jitgrad.Tensor()` is empty with shape (0,).
+    Raises TypeError for a lone float (`Tensor(2.0)` is not a size, nor data).
     """
     if not args:
         t = empty(0)
-    elif len(args) == 1 and not isinstance(args[0], (int, Size)):
+    elif len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
+        if isinstance(args[0], (float, np.floating)):
+            raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__}); "
+                            f"for a 0-d tensor use jitgrad.tensor({args[0]!r})")
         t = tensor(args[0], dtype=dtypes.get_default_dtype())
     else:
         t = empty(*args)

@@ -16,6 +16,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops._binary import cast_operands
+from jitgrad.eager.ops.creation import int_sizes
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
 
@@ -247,7 +248,7 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
     """
     if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
         repeats = tuple(repeats[0])
-    repeats = tuple(int(r) for r in repeats)
+    repeats = int_sizes(repeats, "repeats")
     if len(repeats) < input._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            f"dimensions of tensor (repeats {list(repeats)} for shape "

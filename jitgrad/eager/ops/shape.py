@@ -18,7 +18,7 @@ import numpy as np
 
 from jitgrad.eager.ops import joining, slicing
 from jitgrad.eager.ops._binary import broadcast_error
-from jitgrad.eager.ops.creation import view_as_dtype
+from jitgrad.eager.ops.creation import int_sizes, view_as_dtype
 from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__)
     atleast_1d,
     atleast_2d,
@@ -54,11 +54,12 @@ from jitgrad.eager.tensor import Tensor, normalize_dim
 from jitgrad.eager.views import view_op
 
 
-def _shape_arg(shape: tuple) -> tuple:
-    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])` like PyTorch."""
+def _shape_arg(shape: tuple, argument: str = "size") -> tuple:
+    """Accept `f(2, 3)`, `f((2, 3))` and `f([2, 3])` like PyTorch. Raises TypeError for
+    non-integer entries (see creation.int_sizes)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    return int_sizes(shape, argument)
 
 
 def infer_shape(shape: tuple[int, ...], numel: int, original: tuple[int, ...]) -> tuple[int, ...]:
@@ -225,7 +226,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 def permute(input: Tensor, *dims: Any) -> Tensor:
     """Reorder dims (a view). Raises RuntimeError unless `dims` is a permutation."""
     ndim = input._data.ndim
-    dims = tuple(normalize_dim(d, ndim) for d in _shape_arg(dims))
+    dims = tuple(normalize_dim(d, ndim) for d in _shape_arg(dims, "dims"))
     if sorted(dims) != list(range(ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager.ops.creation import int_sizes
 from jitgrad.eager.ops.joining import along
 from jitgrad.eager.ops.registry import OpDef, apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
@@ -213,7 +214,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     d = normalize_dim(dim, len(shape))
     size = shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = tuple(int(s) for s in split_size_or_sections)
+        sizes = int_sizes(split_size_or_sections, "split_sizes")
         if any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
                                f"entries, but got split_sizes={list(sizes)}")
@@ -222,7 +223,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={list(sizes)}")
         return _split(tensor, d, sizes, SPLIT_WITH_SIZES)
-    step = int(split_size_or_sections)
+    (step,) = int_sizes((split_size_or_sections,), "split_size")
     if step < 0 or (step == 0 and size != 0):
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
                            f"size of {size}" if step == 0 else
