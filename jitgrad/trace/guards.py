@@ -9,9 +9,10 @@ made the assumption, so a recompile can say which line to look at.
 A `GuardSet` de-duplicates guards by `(kind, source)` and orders them so each check only
 runs after the checks that make it safe: global state first, then per source (bases
 before the sources read from them) TYPE -> LENGTH/KEYS -> EQUALS/CODE/ID/NOT_PRESENT ->
-TENSOR. `GuardSet.build_guard_fn(fn)` compiles all checks into ONE generated Python
-function with `fn`'s own signature (so CPython binds arguments and defaults exactly as for
-`fn`), whose body is a single short-circuit `return`; see Note [Generated guard function].
+TENSOR -> DUPLICATE_INPUT. `GuardSet.build_guard_fn(fn)` compiles all checks into ONE
+generated Python function with `fn`'s own signature (so CPython binds arguments and
+defaults exactly as for `fn`), whose body is a single short-circuit `return`; see
+Note [Generated guard function].
 `explain_failure` re-evaluates the guards one by one for a readable recompile reason.
 """
 
@@ -353,7 +354,7 @@ def _text(guard: Guard) -> str:
         return f"type({name}) is {_readable(expected.type)} and len({name}) == {expected.length}"
     if kind is GuardKind.DICT_KEYS_MATCH:
         return (f"type({name}) is {_readable(expected.type)} and "
-                f"list({name}) == [{', '.join(map(_describe, expected.keys))}]")
+                f"list({name}) == {_key_list(expected.keys)}")
     if kind is GuardKind.NOT_PRESENT:
         return _absent_text(guard.source)
     if kind is GuardKind.DUPLICATE_INPUT:
@@ -451,13 +452,17 @@ def _mismatch(guard: Guard, frame: FrameValues) -> str | None:
     if kind is GuardKind.LENGTH_MATCH and len(value) != expected.length:
         return f"len({name}): expected {expected.length}, got {len(value)}"
     if kind is GuardKind.DICT_KEYS_MATCH and tuple(value) != expected.keys:
-        return f"list({name}): expected {list(expected.keys)!r}, got {list(value)!r}"
+        return f"list({name}): expected {_key_list(expected.keys)}, got {_key_list(value)}"
     if kind is GuardKind.TENSOR_MATCH:
         return _mismatch_tensor(name, expected, value)
     if kind is GuardKind.DUPLICATE_INPUT and value is not expected.get(frame):
         return (f"{name}: expected the same object as {expected.name()} (they were one object "
                 "while tracing), got a different one")
     return None
+
+
+def _key_list(keys: Any) -> str:
+    return "[" + ", ".join(map(_describe, keys)) + "]"
 
 
 def _type_pair(expected: type, got: type) -> str:
