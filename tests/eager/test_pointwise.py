@@ -547,3 +547,28 @@ def test_first_derivative_is_itself_differentiable(fn):
             return jg.autograd.grad(fn(t).sum(), t, create_graph=True)[0]
     x = jg.tensor([0.55, 0.9, 1.45, 1.9], dtype=jg.float64, requires_grad=True)
     assert gradcheck(first_derivative, (x,))
+
+
+@pytest.mark.parametrize("compute", [
+    lambda m, i: 1 - m, lambda m, i: 1.0 - m, lambda m, i: m - 1, lambda m, i: i - m,
+    lambda m, i: m - i, lambda m, i: i - True, lambda m, i: jg.rsub(m, 1),
+    lambda m, i: i.clone().sub_(m),
+], ids=["int-mask", "float-mask", "mask-int", "ints-mask", "mask-ints", "ints-True", "rsub",
+        "sub_"])
+def test_subtracting_a_bool_says_to_invert_the_mask(compute):
+    # torch 2.13 raises for any bool operand of sub; `1 - mask` is the usual slip
+    m, i = jg.tensor([True, False]), jg.tensor([1, 2])
+    with pytest.raises(RuntimeError, match=r"^Subtraction, the `-` operator, with a bool tensor is "
+                                           r"not supported\. If you are trying to invert a mask, use "
+                                           r"the `~` or `logical_not\(\)` operator instead\.$"):
+        compute(m, i)
+    assert (~m).tolist() == [False, True] and (1 - m.long()).tolist() == [0, 1]
+
+
+def test_subtracting_two_bools_says_to_use_xor():
+    m = jg.tensor([True, False])
+    for compute in (lambda: m - m, lambda: m - True, lambda: jg.sub(m, m)):
+        with pytest.raises(RuntimeError, match=r"with two bool tensors is not supported\. Use the "
+                                               r"`\^` or `logical_xor\(\)` operator instead\.$"):
+            compute()
+    assert (m ^ jg.tensor([True, True])).tolist() == [False, True]

@@ -81,10 +81,25 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-    """input - alpha * other, broadcasting."""
+    """input - alpha * other, broadcasting.
+
+    Raises RuntimeError when either operand is bool (a tensor or Python bool), as PyTorch:
+    `1 - mask` is `~mask` or `logical_not(mask)`, `mask - mask` is `mask ^ mask`.
+    """
+    if _is_bool(input) or _is_bool(other):
+        if _is_bool(input) and _is_bool(other):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if alpha != 1:
         other = mul(other, alpha)
     return binary(SUB, input, other)
+
+
+def _is_bool(x: Any) -> bool:
+    return x.__class__ is bool or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
 
 
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
