@@ -1,8 +1,9 @@
-"""`jitgrad.optim`: SGD, Adam, AdamW and learning-rate schedulers (as torch.optim)."""
+"""`jitgrad.optim`: SGD, Adam, AdamW, RMSprop and learning-rate schedulers (as torch.optim)."""
 
 from jitgrad.optim import lr_scheduler
 from jitgrad.optim.adam import Adam, AdamW
 from jitgrad.optim.optimizer import Optimizer
+from jitgrad.optim.rmsprop import RMSprop
 from jitgrad.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
