@@ -45,6 +45,7 @@ from jitgrad.eager.printing import get_printoptions, set_printoptions
 from jitgrad.eager.tensor import Size, Tensor, device
 
 from jitgrad import autograd, cuda, linalg, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
+from jitgrad.serialization import load, save  # noqa: E402
 
 float = float32  # noqa: A001
 double = float64
