@@ -29,6 +29,7 @@ from jitgrad.trace.variables import (
     ListVar,
     NestedFunctionVar,
     ObjectVar,
+    TensorMethodVar,
     TensorVar,
     TupleVar,
     Var,
@@ -194,7 +195,10 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
         if name in _TENSOR_ATTRIBUTES_NOT_TRACEABLE:
             raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"Tensor.{name} of a traced tensor",
                               f"read .{name} outside the compiled function")
-        return wrap_result(tx, run_real(tx, getattr, [obj.fake, name], {}, wrap=False))
+        value = run_real(tx, getattr, [obj.fake, name], {}, wrap=False)
+        if callable(value) and not isinstance(value, Tensor):
+            return TensorMethodVar(obj, name)
+        return wrap_result(tx, value)
     if isinstance(obj, (ListVar, DictVar, TupleVar)):
         return BoundMethodVar(obj, name)
     if isinstance(obj, ObjectVar):
@@ -225,6 +229,9 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
         return tx.ctx.exit_grad_mode(fn)
     if isinstance(fn, BoundMethodVar):
         return call_container_method(tx, fn, args, kwargs)
+    if isinstance(fn, TensorMethodVar):
+        return run_real(tx, getattr(fn.tensor.fake, fn.name), [to_python(tx, a) for a in args],
+                        {k: to_python(tx, v) for k, v in kwargs.items()})
     if isinstance(fn, ObjectVar):
         return call_object(tx, fn, args, kwargs)
     if isinstance(fn, (TensorVar, ConstVar)):
@@ -243,6 +250,9 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
                           "it runs eagerly by design")
     if value is disabled.graph_break:
         raise Unsupported("EXPLICIT_BREAK", "jitgrad.graph_break() was called")
+    if disabled.is_allowed_in_graph(value):
+        return tx.ctx.opaque_call(value, [to_python(tx, a) for a in args],
+                                  {k: to_python(tx, v) for k, v in kwargs.items()})
     builtin = BUILTINS.get(value) if _hashable(value) else None
     if builtin is not None:
         return builtin(tx, args, kwargs)

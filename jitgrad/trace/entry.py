@@ -12,8 +12,9 @@ An entry's runner is generated Python with the user function's own signature:
         return (__out[0], scale)          # the returned structure, rebuilt
 so the compiled path costs one guard call plus one runner call.
 
-Frames the tracer cannot capture whole (graph breaks need resume functions; until they
-land, see jitgrad/trace/resume.py) run eagerly, with the reason recorded once as the
+Where tracing meets code it cannot capture, the entry breaks the graph there and
+continues in a resume function (jitgrad/trace/breaks.py, Note [Graph break protocol]);
+frames whose break cannot be resumed run eagerly, with the reason recorded once as the
 frame outcome; `fullgraph=True` raises `CompileError` instead, before any user code ran.
 """
 
@@ -29,18 +30,19 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
-from jitgrad.trace import report
+from jitgrad.trace import breaks, report
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import explain_failure
 from jitgrad.trace.sources import FrameValues, Source
-from jitgrad.trace.tracing import TraceResult, trace_function
+from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
 from jitgrad.trace.variables import (
     ConstVar,
     DictVar,
     ListVar,
     ObjectVar,
+    TensorMethodVar,
     TensorVar,
     TupleVar,
     Var,
@@ -107,6 +109,7 @@ class CompiledFunction:
         self._backend = lookup_backend(backend)
         self._fullgraph = fullgraph
         self._function, self._bound_self = _unwrap(fn)
+        self._resumes: dict[tuple, CompiledFunction] = {}
         functools.update_wrapper(self, self._function)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -163,17 +166,27 @@ class CompiledFunction:
 
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
-        result = trace_function(self._function, args, kwargs)
+        fn = self._function
+        try:
+            result, plan = trace_function(fn, args, kwargs), None
+        except Unsupported as err:
+            if self._fullgraph:
+                raise
+            plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
+            result = trace_function(fn, args, kwargs, stop_at=plan.offset)
+            report.record_break(_break_reason(err))
         traced = time.perf_counter()
-        graph, inputs = _finish_graph(result)
-        frame = FrameValues.bind(self._function, args, kwargs)
-        example_inputs = [source.get(frame) for source in inputs]
+        tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
+            else _tensor_vars(result.output)
+        graph = _finish_graph(result.graph, tensors)
+        frame = FrameValues.bind(fn, args, kwargs)
+        example_inputs = [source.get(frame) for source in result.input_sources]
         graph_module = GraphModule(graph)
         compiled = self._backend(graph_module, example_inputs)
         backend_done = time.perf_counter()
-        guard = result.guards.build_guard_fn(self._function)
+        guard = result.guards.build_guard_fn(fn)
         guard_source = str(result.guards)
-        run = build_runner(self._function, inputs, result.output, graph, compiled)
+        run = self._build_runner(result, plan, graph, compiled)
         done = time.perf_counter()
         report.record_graph(graph)
         report.record_guards(guard_source)
@@ -181,6 +194,40 @@ class CompiledFunction:
         report.record_time("backend", backend_done - traced)
         report.record_time("guards", done - backend_done)
         return CacheEntry(guard, run, result, graph_module, guard_source)
+
+    def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
+                      compiled: Callable[..., Any]) -> Callable[..., Any]:
+        fn = self._function
+        env = _RunnerEnv(fn)
+        outputs = list(graph.output_node.args)
+
+        def expr(var: Var) -> str:
+            return _output_expr(var, outputs, env)
+
+        if plan is None:
+            body = [f"return {expr(result.output)}"]
+        else:
+            body = breaks.emit_break(result.stopped_at, plan, expr,
+                                     lambda *spec: env.const(self._resume(*spec)),
+                                     lambda var: self._trampoline(var, env))
+        return build_runner(fn, result.input_sources, body, compiled, env)
+
+    def _resume(self, offset: int, n_stack: int, names: list[str]) -> CompiledFunction:
+        """The compiled resume function for one break target (made once per target)."""
+        key = (offset, n_stack, tuple(names))
+        if key not in self._resumes:
+            fn = breaks.resume_function(self._function, offset, n_stack, names)
+            self._resumes[key] = CompiledFunction(fn, self._backend, False)
+        return self._resumes[key]
+
+    def _trampoline(self, var: Var, env: _RunnerEnv) -> str | None:
+        """A user function called at a break runs through its own CompiledFunction, so
+        it is compiled too (nested frames, as TorchDynamo's eval-frame hook gives)."""
+        value = getattr(var, "value", None)
+        function = value.__func__ if isinstance(value, types.MethodType) else value
+        if not isinstance(function, types.FunctionType) or not is_user_code(function):
+            return None
+        return env.const(CompiledFunction(value, self._backend, False))
 
     def _qualname(self) -> str:
         code = self._function.__code__
@@ -219,18 +266,17 @@ def _warn_once(message: str) -> None:
 
 # ----- the graph's outputs and the runner -------------------------------------------------
 
-def _finish_graph(result: TraceResult) -> tuple[Any, list[Source]]:
-    """Add the output node (every tensor in the returned structure), drop dead code."""
-    graph = result.graph
+def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
+    """Add the output node (every tensor the caller or the break needs), drop dead code."""
     outputs: list[Any] = []
-    for var in _tensor_vars(result.output):
+    for var in tensors:
         node = var.fake.node
         if node not in outputs:
             outputs.append(node)
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()
     graph.lint()
-    return graph, result.input_sources
+    return graph
 
 
 def _tensor_vars(var: Var) -> list[TensorVar]:
@@ -278,6 +324,8 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv) -> str:
     """Python source rebuilding the returned value around the graph's outputs `__out`."""
     if isinstance(var, TensorVar):
         return f"__out[{outputs.index(var.fake.node)}]"
+    if isinstance(var, TensorMethodVar):
+        return f"{_output_expr(var.tensor, outputs, env)}.{var.name}"
     if var.source is not None and isinstance(var, (ConstVar, ObjectVar)):
         return var.source.reconstruct(env)
     if isinstance(var, (ConstVar, ObjectVar)):
@@ -323,18 +371,19 @@ def _signature_source(fn: types.FunctionType) -> str:
     return ", ".join(parts)
 
 
-def build_runner(fn: types.FunctionType, inputs: list[Source], output: Var, graph: Any,
-                 compiled: Callable[..., Any]) -> Callable[..., Any]:
-    """Generate the entry's runner with `fn`'s signature (see the module docstring)."""
-    env = _RunnerEnv(fn)
+def build_runner(fn: types.FunctionType, inputs: list[Source], body: list[str],
+                 compiled: Callable[..., Any], env: _RunnerEnv) -> Callable[..., Any]:
+    """Generate the entry's runner with `fn`'s signature (see the module docstring).
+
+    body: the statements after the graph call (`return <rebuilt output>`, or the break's
+    native instruction and resume call).
+    """
     env.namespace["__graph"] = compiled
-    outputs = list(graph.output_node.args)
     call_args = ", ".join(source.reconstruct(env) for source in inputs)
-    result = _output_expr(output, outputs, env)
     name = "__jg_run_" + "".join(c if c.isalnum() else "_" for c in fn.__code__.co_name)
-    source = (f"def {name}({_signature_source(fn)}):\n"
-              f"    __out = __graph({call_args})\n"
-              f"    return {result}\n")
+    lines = [f"def {name}({_signature_source(fn)}):", f"    __out = __graph({call_args})"]
+    lines += [f"    {line}" for line in body]
+    source = "\n".join(lines) + "\n"
     code = compile(source, f"<jitgrad runner {fn.__code__.co_qualname}>", "exec")
     exec(code, env.namespace)  # noqa: S102 - generated from our own templates
     runner = env.namespace[name]

@@ -22,10 +22,11 @@ import types
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import disabled
-from jitgrad.trace.fake import FakeTensor, OpRecorder, Unsupported, recording
+from jitgrad.trace.fake import FakeTensor, OpRecorder, Unsupported, recording, run_eagerly
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.guards import Guard, GuardSet, KeysMatch, LengthMatch, TensorMatch
 from jitgrad.trace.sources import (
@@ -60,10 +61,14 @@ _JITGRAD_DIR = str(Path(__file__).resolve().parent.parent)
 
 @dataclasses.dataclass
 class TraceResult:
+    """A trace: the graph, its guards and inputs, and either the returned Var (`output`)
+    or, for a trace stopped at a graph break, the root frame's state there (`stopped_at`)."""
+
     graph: Graph
     guards: GuardSet
     input_sources: list[Source]
-    output: Var
+    output: Var | None
+    stopped_at: Translator | None = None
 
 
 class TraceContext:
@@ -184,16 +189,38 @@ class TraceContext:
 
     # ----- what to inline ---------------------------------------------------------------------
     def is_user_function(self, fn: Any) -> bool:
-        """Python functions outside the stdlib, site-packages and jitgrad itself."""
-        if not isinstance(fn, types.FunctionType):
-            return False
-        filename = fn.__code__.co_filename
-        return not filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_JITGRAD_DIR)
+        return is_user_code(fn)
+
+    def opaque_call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Var:
+        """One graph node calling an `allow_in_graph` function (its body is not traced).
+
+        Its output shapes come from running it once on zero tensors of the input shapes.
+        """
+        def as_node(value: Any) -> Any:
+            return value.node if isinstance(value, FakeTensor) else value
+
+        def as_zeros(value: Any) -> Any:
+            if isinstance(value, FakeTensor):
+                return Tensor._make(np.zeros(value._data.shape, value._data.dtype),
+                                    value._requires_grad)
+            return value
+
+        node_args = tuple(_map_values(args, as_node))
+        node_kwargs = dict(zip(kwargs, _map_values(list(kwargs.values()), as_node), strict=True))
+        example = run_eagerly(fn, *_map_values(args, as_zeros),
+                              **dict(zip(kwargs, _map_values(list(kwargs.values()), as_zeros),
+                                         strict=True)))
+        if not isinstance(example, Tensor):
+            raise Unsupported("UNSUPPORTED_CALL", f"allow_in_graph function {fn.__name__} "
+                              "must return one tensor")
+        node = self.graph.call_function(fn, node_args, node_kwargs)
+        if self.recorder.location is not None:
+            node.meta["source"] = self.recorder.location
+        return TensorVar(FakeTensor.of(node, example._data.shape, example._data.dtype,
+                                       example._requires_grad))
 
     def is_jitgrad_callable(self, fn: Any) -> bool:
         """Functions of jitgrad's own API (ops, nn.functional), run for real on fakes."""
-        if disabled.is_allowed_in_graph(fn):
-            return True
         module = getattr(fn, "__module__", None) or ""
         self_ = getattr(fn, "__self__", None)
         if isinstance(self_, FakeTensor):
@@ -254,6 +281,25 @@ class TraceContext:
         result = child.run()
         self.recorder.location = location
         return result
+
+
+def is_user_code(fn: Any) -> bool:
+    """Python functions outside the stdlib, site-packages and jitgrad itself."""
+    if not isinstance(fn, types.FunctionType):
+        return False
+    filename = fn.__code__.co_filename
+    return not filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_JITGRAD_DIR)
+
+
+def _map_values(values: list[Any], fn: Any) -> list[Any]:
+    """`values` with fn applied to every leaf inside lists and tuples."""
+    out = []
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            out.append(type(value)(_map_values(list(value), fn)))
+        else:
+            out.append(fn(value))
+    return out
 
 
 def _global_source(tx: Translator, name: str) -> Source:
@@ -321,8 +367,13 @@ def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: 
     return bound
 
 
-def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any]) -> TraceResult:
-    """Trace one call of `fn` (see the module docstring). Raises Unsupported."""
+def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
+                   stop_at: int | None = None) -> TraceResult:
+    """Trace one call of `fn` (see the module docstring). Raises Unsupported.
+
+    stop_at: the offset of a root-frame instruction to stop before (a graph break found
+    by an earlier trace); the result then carries the stopped Translator.
+    """
     ctx = TraceContext(fn)
     ctx._guard("GRAD_MODE", GradModeSource(), STATE.enabled)
     code = fn.__code__
@@ -335,11 +386,15 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any]) 
                            source=ClosureSource(name))
              for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True)}
     tx = Translator(ctx, code, fn.__globals__, locals_, cells)
+    tx.stop_at = stop_at
     entry_mode = STATE.enabled
     try:
         with recording(ctx.recorder):
             output = tx.run()
+            if STATE.enabled != entry_mode:  # stopped inside a grad-mode block
+                ctx._set_grad_mode(entry_mode)
     finally:
         if STATE.enabled != entry_mode:
             set_grad_mode(entry_mode)
-    return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output)
+    return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
+                       tx if tx.stopped else None)

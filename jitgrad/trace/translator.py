@@ -75,10 +75,13 @@ class Translator:
         self.ip = 0
         self.current: dis.Instruction | None = None
         self.return_value: Var | None = None
+        self.stop_at: int | None = None  # offset to stop before (a graph break's instruction)
+        self.stopped = False
 
     # ----- driver -------------------------------------------------------------------
-    def run(self) -> Var:
-        """Execute until RETURN_VALUE; returns the returned Var."""
+    def run(self) -> Var | None:
+        """Execute until RETURN_VALUE (returns the returned Var) or until `stop_at`
+        (returns None with `stopped` set; the stack and locals are the state there)."""
         steps = 0
         while self.return_value is None:
             steps += 1
@@ -88,6 +91,9 @@ class Translator:
                                   "move the loop out of the compiled function or shorten it")
             instruction = self.instructions[self.ip]
             self.current = instruction
+            if instruction.offset == self.stop_at:
+                self.stopped = True
+                return None
             self.ip += 1
             if instruction.positions is not None and instruction.positions.lineno is not None:
                 self.ctx.recorder.location = self.location()
@@ -100,6 +106,8 @@ class Translator:
             except Unsupported as err:
                 if getattr(err, "location", None) is None:  # the innermost frame says where
                     err.location = self.location()
+                if self.depth == 0:  # where the compiled frame itself was when it failed
+                    err.root_instruction = instruction
                 raise
         return self.return_value
 

@@ -107,6 +107,14 @@ class GradModeExitVar(Var):
 
 
 @dataclass(eq=False)
+class TensorMethodVar(Var):
+    """`t.name` for a method of a traced tensor; rebuilt as `<t>.name` after a graph break."""
+
+    tensor: TensorVar
+    name: str
+
+
+@dataclass(eq=False)
 class BoundMethodVar(Var):
     """`obj.method` for a Var receiver whose method the translator models itself."""
 

@@ -1,0 +1,1 @@
+"""Capture: CPython 3.11 bytecode -> graph IR, guards, graph breaks (`@jitgrad.compile`)."""

@@ -1,0 +1,217 @@
+"""Graph breaks: compile the graph so far, run the unsupported instruction natively, and
+continue in a resume function (Note [Graph break protocol]).
+
+Note [Graph break protocol]: when tracing stops at a root-frame instruction I it cannot
+capture (a call to `print`, a data-dependent `if`, `.item()`, a disabled function), the
+entry's runner becomes generated Python that
+  1. runs the graph of everything before I,
+  2. evaluates the live stack values and locals (graph outputs, constants, values read
+     through their sources) into temporaries,
+  3. executes I itself: the call, or the branch on the now-real condition tensor,
+  4. returns `resume(stack values..., live locals...)`, where `resume` is a clone of the
+     function's code that starts after I (or at the taken branch's target; one resume
+     function per side of a branch), built by `jitgrad.trace.resume`.
+Resume functions are ordinary functions wrapped in `CompiledFunction`, so they are
+traced, guarded and compiled lazily on their first call and may break again; a break
+inside an inlined callee stops at the caller's CALL, and the callee then runs through
+its own `CompiledFunction` (a trampoline), as TorchDynamo's nested frames do.
+
+Breaks that cannot be resumed — inside a loop (the resume function would recompile per
+iteration), inside a try or with block, in frames that create closures over their own
+variables — leave the frame to run eagerly, reported as its outcome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any
+
+from jitgrad.trace import analysis
+from jitgrad.trace.fake import Unsupported
+from jitgrad.trace.instructions import decode
+from jitgrad.trace.resume import build_resume_code
+from jitgrad.trace.translator import Translator
+from jitgrad.trace.variables import (
+    DictVar,
+    ListVar,
+    NullVar,
+    TensorMethodVar,
+    TensorVar,
+    TupleVar,
+    Var,
+)
+
+_BRANCHES = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_BACKWARD_IF_TRUE": True,
+             "POP_JUMP_FORWARD_IF_FALSE": False, "POP_JUMP_BACKWARD_IF_FALSE": False}
+
+
+@dataclasses.dataclass
+class BreakPlan:
+    """Where a frame breaks and what runs natively there.
+
+    resume_offsets: offset of each resume function's first instruction (one for a call,
+    fall-through and jump target for a branch, in that order).
+    """
+
+    offset: int
+    opname: str
+    resume_offsets: tuple[int, ...]
+
+
+def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
+    """Check that the failing root instruction can be resumed; raise `Unsupported` if not.
+
+    The message of a refusal says why, for the frame outcome.
+    """
+    instruction = getattr(err, "root_instruction", None)
+    if instruction is None:
+        raise err
+    code = fn.__code__
+    if code.co_cellvars:
+        raise _frame_only(err, "the function creates closures over its own variables")
+    instrs = decode(code)
+    at = next(i for i in instrs if i.offset == instruction.offset)
+    if analysis.is_in_loop(instrs, at):
+        raise _frame_only(err, "the break is inside a loop")
+    if analysis.exn_blocks(instrs, at):
+        raise _frame_only(err, "the break is inside a try or with block")
+    following = instrs[instrs.index(at) + 1].offset
+    if instruction.opname == "CALL":
+        return BreakPlan(instruction.offset, "CALL", (following,))
+    if instruction.opname in _BRANCHES:
+        return BreakPlan(instruction.offset, instruction.opname,
+                         (following, instruction.argval))
+    raise _frame_only(err, f"{instruction.opname} cannot be resumed after")
+
+
+def _frame_only(err: Unsupported, why: str) -> Unsupported:
+    refused = Unsupported(err.kind, f"{err.message} ({why}; the frame runs eagerly)", err.hint)
+    refused.location = getattr(err, "location", None)
+    return refused
+
+
+def live_names(fn: types.FunctionType, offset: int) -> list[str]:
+    """Locals read after `offset` before being written (sorted, for a stable signature)."""
+    instrs = decode(fn.__code__)
+    start = next(i for i in instrs if i.offset == offset)
+    return sorted(analysis.livevars(instrs, start))
+
+
+def tensors_at_break(tx: Translator, plan: BreakPlan) -> list[TensorVar]:
+    """Every traced tensor the native instruction or the resume functions need."""
+    fn = tx.ctx.fn
+    names = {name for offset in plan.resume_offsets for name in live_names(fn, offset)}
+    values = list(tx.stack) + [tx.locals[n] for n in sorted(names) if n in tx.locals]
+    found: list[TensorVar] = []
+    for var in values:
+        found.extend(_tensors(var))
+    return found
+
+
+def _tensors(var: Var) -> list[TensorVar]:
+    if isinstance(var, TensorVar):
+        return [var]
+    if isinstance(var, TensorMethodVar):
+        return [var.tensor]
+    if isinstance(var, (TupleVar, ListVar)):
+        return [t for v in var.items for t in _tensors(v)]
+    if isinstance(var, DictVar):
+        return [t for v in var.items.values() for t in _tensors(v)]
+    return []
+
+
+def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
+               trampoline: Any) -> list[str]:
+    """The runner statements after the graph call (see Note [Graph break protocol]).
+
+    expr(var) renders a Var as a Python expression; make_resume(offset, n_stack, names)
+    returns the name under which the resume function is reachable from the runner;
+    trampoline(var) names a compiled wrapper for a user function called at the break (or
+    returns None to call the value itself).
+    """
+    fn = tx.ctx.fn
+    lines: list[str] = []
+    if plan.opname == "CALL":
+        nargs = _call_arity(tx)
+        operands = tx.stack[len(tx.stack) - nargs - 2:]
+        below = tx.stack[:len(tx.stack) - nargs - 2]
+    else:
+        operands = tx.stack[-1:]
+        below = tx.stack[:-1]
+    if any(isinstance(v, NullVar) for v in below):
+        raise Unsupported("UNSUPPORTED_BREAK", "a graph break inside the arguments of "
+                          "another call", "split the expression into two statements")
+    for i, var in enumerate(below):
+        lines.append(f"__s{i} = {expr(var)}")
+    names_by_target = [live_names(fn, offset) for offset in plan.resume_offsets]
+    all_names = sorted({n for names in names_by_target for n in names})
+    for name in all_names:
+        if name in tx.locals:
+            lines.append(f"__l_{name} = {expr(tx.locals[name])}")
+    stack_args = [f"__s{i}" for i in range(len(below))]
+    if plan.opname == "CALL":
+        lines.append(f"__r = {_render_call(tx, operands, expr, trampoline)}")
+        resume = make_resume(plan.resume_offsets[0], len(below) + 1, names_by_target[0])
+        args = stack_args + ["__r"] + [_local_arg(tx, n) for n in names_by_target[0]]
+        lines.append(f"return {resume}({', '.join(args)})")
+        return lines
+    condition = expr(operands[0])
+    jump_if = _BRANCHES[plan.opname]
+    fallthrough, taken = (make_resume(offset, len(below), names)
+                          for offset, names in zip(plan.resume_offsets, names_by_target,
+                                                   strict=True))
+    fall_args = ", ".join(stack_args + [_local_arg(tx, n) for n in names_by_target[0]])
+    taken_args = ", ".join(stack_args + [_local_arg(tx, n) for n in names_by_target[1]])
+    test = condition if jump_if else f"not {condition}"
+    lines.append(f"if {test}:")
+    lines.append(f"    return {taken}({taken_args})")
+    lines.append(f"return {fallthrough}({fall_args})")
+    return lines
+
+
+def _local_arg(tx: Translator, name: str) -> str:
+    if name not in tx.locals:
+        raise Unsupported("UNSUPPORTED_BREAK", f"local {name!r} may be unbound at the break")
+    return f"__l_{name}"
+
+
+def _call_arity(tx: Translator) -> int:
+    assert tx.current is not None and tx.current.opname == "CALL", "stopped at a CALL"
+    return tx.current.arg
+
+
+def _render_call(tx: Translator, operands: list[Var], expr: Any, trampoline: Any) -> str:
+    """`callable(args..., k=v)` for the CALL's operands [NULL|method, callable|self, args]."""
+    first, second, *args = operands
+    if isinstance(first, NullVar):
+        callable_ = second
+    else:
+        callable_, args = first, [second] + args
+    kw_names = tx.kw_names
+    positional = args[:len(args) - len(kw_names)]
+    keywords = args[len(args) - len(kw_names):]
+    parts = [expr(a) for a in positional]
+    parts += [f"{k}={expr(v)}" for k, v in zip(kw_names, keywords, strict=True)]
+    return f"{trampoline(callable_) or expr(callable_)}({', '.join(parts)})"
+
+
+def resume_function(fn: types.FunctionType, offset: int, n_stack: int,
+                    names: list[str]) -> types.FunctionType:
+    """A function running `fn`'s code from `offset` with `n_stack` stack values and `names`."""
+    line = _line_of(fn, offset)
+    name = f"resume_in_{fn.__code__.co_name}_at_{line}"
+    code = build_resume_code(fn.__code__, offset, n_stack, names, name=name)
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+    closure = tuple(cells[n] for n in code.co_freevars) or None
+    return types.FunctionType(code, fn.__globals__, name, None, closure)
+
+
+def _line_of(fn: types.FunctionType, offset: int) -> int:
+    line = fn.__code__.co_firstlineno
+    for start, _, lineno in fn.__code__.co_lines():
+        if start > offset:
+            break
+        if lineno is not None:
+            line = lineno
+    return line

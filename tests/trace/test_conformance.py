@@ -1,0 +1,423 @@
+"""The capture conformance cases of research/dynamo.md §5.12 (ids c01-c30).
+
+Each case runs the same function eagerly and compiled and compares values, dtype, shape,
+requires_grad and Python side effects, and asserts the number of graphs compiled per
+call and of graph breaks exactly (CompileCounter counts compiles of every frame,
+resume functions included).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn as nn
+from jitgrad.trace.testing import CountingBackend
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    jg.reset()
+    yield
+    jg.reset()
+
+
+def same(a, b):
+    if isinstance(a, jg.Tensor):
+        assert isinstance(b, jg.Tensor)
+        assert a.shape == b.shape and a.dtype == b.dtype and a.requires_grad == b.requires_grad
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+    elif isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            same(a[k], b[k])
+    else:
+        assert a == b
+
+
+def t(*shape, seed=0, dtype=np.float32, requires_grad=False):
+    data = np.random.default_rng(seed).normal(size=shape).astype(dtype)
+    return jg.tensor(data, requires_grad=requires_grad)
+
+
+def compiles_per_call(fn, calls, backend=None):
+    """Run fn compiled on each argument tuple, checking against eager; compiles per call."""
+    counter = backend or CountingBackend()
+    compiled = jg.compile(fn, backend=counter)
+    counts = []
+    for args in calls:
+        before = counter.compile_count
+        same(compiled(*args), fn(*args))
+        counts.append(counter.compile_count - before)
+    return counts
+
+
+def test_c01_pointwise_chain_one_graph():
+    def f(x):
+        return jg.relu(x * 2 + 1)
+
+    assert compiles_per_call(f, [(t(4),), (t(4, seed=1),)]) == [1, 0]
+
+
+def test_c02_new_shapes_recompile_statically():
+    def f(x):
+        return jg.sin(x) + 1
+
+    assert compiles_per_call(f, [(t(4),), (t(5),), (t(6),), (t(5),)]) == [1, 1, 1, 0]
+
+
+def test_c03_new_dtype_recompiles():
+    def f(x):
+        return jg.cos(x) * 2
+
+    assert compiles_per_call(f, [(t(4),), (t(4, dtype=np.float64),)]) == [1, 1]
+
+
+def test_c04_requires_grad_change_recompiles():
+    def f(x):
+        return jg.exp(x)
+
+    assert compiles_per_call(f, [(t(4),), (t(4, requires_grad=True),)]) == [1, 1]
+
+
+def test_c06_string_flags_hit_the_recompile_limit_then_run_eagerly():
+    def f(x, flag):
+        return x + 1 if flag == "a" else x - 1
+
+    counter = CountingBackend()
+    with pytest.warns(UserWarning, match="recompile limit \\(8\\)"):
+        counts = compiles_per_call(f, [(t(4), f"s{i}") for i in range(10)], counter)
+    assert counts == [1] * 8 + [0, 0]
+
+
+def helper(x):
+    return x * 3
+
+
+def test_c10_module_level_helper_is_inlined_and_rebinding_recompiles():
+    def f(x):
+        return helper(helper(x)) - 1
+
+    counter = CountingBackend()
+    compiled = jg.compile(f, backend=counter)
+    x = t(4)
+    same(compiled(x), f(x))
+    assert counter.compile_count == 1 and counter.op_count == 3
+    global helper
+    original = helper
+    try:
+        helper = lambda y: y + 10  # noqa: E731
+        same(compiled(x), f(x))
+        assert counter.compile_count == 2
+    finally:
+        helper = original
+
+
+def test_c11_closure_over_values_created_inside():
+    def f(x):
+        k = 3
+        tt = jg.ones(4)
+
+        def inner(y):
+            return y * k + tt
+
+        return inner(x)
+
+    assert compiles_per_call(f, [(t(4),), (t(4, seed=2),)]) == [1, 0]
+
+
+G_SCALE = 2.0
+G_TENSOR = jg.ones(4)
+
+
+def test_c12_global_tensor_is_an_input_and_global_number_is_guarded():
+    global G_SCALE
+
+    def f(x):
+        return x * G_SCALE + G_TENSOR
+
+    counter = CountingBackend()
+    compiled = jg.compile(f, backend=counter)
+    x = t(4)
+    same(compiled(x), f(x))
+    G_TENSOR.add_(1.0)
+    same(compiled(x), f(x))
+    assert counter.compile_count == 1
+    G_SCALE = 3.0
+    try:
+        same(compiled(x), f(x))
+        assert counter.compile_count == 2
+    finally:
+        G_SCALE = 2.0
+
+
+def test_c15_loop_over_range_is_unrolled():
+    def f(x):
+        for i in range(3):
+            x = x * 2 + i
+        return x
+
+    counter = CountingBackend()
+    assert compiles_per_call(f, [(t(4),)], counter) == [1]
+    assert counter.op_count == 6
+
+
+def test_c16_list_length_is_guarded():
+    def f(xs):
+        total = xs[0] + xs[1]
+        if len(xs) > 2:
+            total = total + xs[2]
+        return total
+
+    counts = compiles_per_call(f, [([t(4), t(4, seed=1)],), ([t(4), t(4, seed=1), t(4, seed=2)],),
+                                   ([t(4, seed=3), t(4)],)])
+    assert counts == [1, 1, 0]
+
+
+def test_c17_dict_items_loop_and_keys_guard():
+    def f(d):
+        acc = 0
+        for _k, v in d.items():
+            acc = acc + v * 2
+        return acc
+
+    two = {"a": t(4), "b": t(4, seed=1)}
+    three = {"a": t(4), "b": t(4, seed=1), "c": t(4, seed=2)}
+    assert compiles_per_call(f, [(two,), (three,), (two,)]) == [1, 1, 0]
+
+
+def test_c18_output_structure_is_rebuilt():
+    def f(x):
+        return {"out": (x + 1, [x * 2, 3]), "n": 5}
+
+    assert compiles_per_call(f, [(t(4),)]) == [1]
+
+
+class ScaleModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(jg.ones(4))
+        self.scale = 2
+
+    def forward(self, x):
+        if self.training:
+            return x * self.w * self.scale
+        return x * self.w
+
+
+def test_c19_module_attributes_and_parameters_are_guarded():
+    model = ScaleModule()
+    counter = CountingBackend()
+    compiled = jg.compile(model, backend=counter)
+    x = t(4)
+    same(compiled(x), model(x))
+    model.scale = 3
+    same(compiled(x), model(x))
+    model.w = nn.Parameter(jg.ones(4) * 2)
+    same(compiled(x), model(x))
+    assert counter.compile_count == 2, "a new Parameter of the same metadata is just an input"
+    model.w = nn.Parameter(jg.ones(1))
+    same(compiled(x), model(x))
+    assert counter.compile_count == 3
+
+
+def test_c20_training_flag_is_guarded_and_both_entries_are_cached():
+    model = ScaleModule()
+    counter = CountingBackend()
+    compiled = jg.compile(model, backend=counter)
+    x = t(4)
+    same(compiled(x), model(x))
+    model.eval()
+    same(compiled(x), model(x))
+    model.train()
+    same(compiled(x), model(x))
+    assert counter.compile_count == 2
+
+
+def test_c21_no_grad_region_in_one_graph():
+    def f(x):
+        with jg.no_grad():
+            y = x * 2
+        return y + x
+
+    x = t(4, requires_grad=True)
+    report = jg.explain(f)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    out = jg.compile(f)(x)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.ones(4))
+    assert jg.is_grad_enabled()
+
+
+def test_c24_break_inside_a_loop_runs_the_frame_eagerly():
+    printed = []
+
+    def f(x):
+        for i in range(2):
+            x = x + 1
+            printed.append(i)
+        return x * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = jg.explain(f)(t(4))
+    assert report.graph_count == 0 and report.graph_break_count == 0
+    assert [o.outcome for o in report.frame_outcomes] == ["eager"]
+    assert printed == [0, 1]
+
+
+def test_c25_calls_with_star_args_keywords_and_defaults():
+    def h(a, b=1, *rest, scale=1.0):
+        return (a + b) * scale + sum(rest)
+
+    def f(x):
+        args = (x, 2, x)
+        return h(*args, scale=0.5) + h(x, scale=2.0)
+
+    assert compiles_per_call(f, [(t(4),)]) == [1]
+
+
+def test_c27_allow_in_graph_function_is_one_node():
+    @jg.allow_in_graph
+    def opaque(y):
+        return y.exp() * 2
+
+    def f(x):
+        return opaque(x + 1) - 1
+
+    report = jg.explain(f)(t(4))
+    assert report.graph_count == 1
+    targets = [n.target for n in report.graphs[0].nodes if n.op == "call_function"]
+    assert opaque in targets and len(targets) == 3
+    jg.reset()
+    assert compiles_per_call(f, [(t(4),)]) == [1]
+
+
+def test_c28_fullgraph_error_names_print_and_the_line(capsys):
+    def f(x):
+        y = x + 1
+        print("no")
+        return y
+
+    with pytest.raises(jg.CompileError, match="print") as excinfo:
+        jg.compile(f, fullgraph=True)(t(4))
+    assert 'print("no")' in str(excinfo.value) and "test_conformance.py" in str(excinfo.value)
+    assert capsys.readouterr().out == ""
+
+
+def test_c07_print_breaks_the_graph_and_runs_once_per_call(capsys):
+    def f(x):
+        y = x + 1
+        print("side")
+        return y * 2
+
+    x = t(4)
+    report = jg.explain(f)(x)
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    reason = report.break_reasons[0]
+    assert reason.kind == "UNSUPPORTED_CALL" and reason.source_line.strip() == 'print("side")'
+    assert compiles_per_call(f, [(x,), (x,)]) == [0, 0], "explain compiled both graphs"
+    assert capsys.readouterr().out == "side\n" * 5
+
+
+def test_c08_data_dependent_branch_compiles_each_side_lazily():
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:
+            return y + 1
+        return y - 1
+
+    positive, negative = t(4).abs(), -t(4).abs()
+    assert compiles_per_call(f, [(positive,), (negative,), (positive,), (negative,)]) == \
+        [2, 1, 0, 0]
+    report = jg.explain(f)(positive)
+    assert report.graph_break_count == 1
+    assert report.break_reasons[0].kind == "DATA_DEPENDENT_BRANCH"
+
+
+def test_c09_item_breaks_and_the_value_enters_the_resume_function():
+    def f(x):
+        s = x.sum().item()
+        return x * s
+
+    counts = compiles_per_call(f, [(t(4),), (t(4, seed=1),)])
+    assert counts[0] == 2
+    report = jg.explain(f)(t(4))
+    assert report.break_reasons[0].kind == "TENSOR_TO_PYTHON"
+
+
+def test_c26_disabled_callee_breaks_and_is_not_traced():
+    traced = []
+
+    @jg.disable
+    def eager_only(y):
+        traced.append(type(y).__name__)
+        return y + 1
+
+    def f(x):
+        y = x * 2
+        z = eager_only(y)
+        return z + 1
+
+    assert compiles_per_call(f, [(t(4),), (t(4),)]) == [2, 0]
+    assert set(traced) == {"Tensor"}, "the disabled function only ever saw real tensors"
+
+
+def inner_with_print(y):
+    y = y + 1
+    print("inner")
+    return y * 2
+
+
+def test_c29_break_inside_an_inlined_callee_goes_through_the_trampoline(capsys):
+    def f(x):
+        return inner_with_print(x * 3) - 1
+
+    report = jg.explain(f)(t(4))
+    assert report.graph_count == 4 and report.graph_break_count == 2
+    assert capsys.readouterr().out == "inner\n"
+
+
+def test_classic_dynamic_graph_example_has_one_break_and_the_taken_path_in_autograd():
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:
+            y = jg.relu(y)
+        else:
+            y = -y
+        return y.mean()
+
+    def backward_names(out):
+        names, stack = set(), [out.grad_fn]
+        while stack:
+            node = stack.pop()
+            names.add(node.name())
+            stack.extend(n for n, _ in node.next_functions if n is not None)
+        return names
+
+    for sign, present, absent in ((1.0, "ReluBackward", "NegBackward"),
+                                  (-1.0, "NegBackward", "ReluBackward")):
+        jg.reset()
+        x = jg.tensor(np.linspace(0.5, 2.0, 4).astype(np.float32) * sign, requires_grad=True)
+        x_eager = jg.tensor(x.detach().numpy(), requires_grad=True)
+        report = jg.explain(f)(x)
+        assert report.graph_count == 2 and report.graph_break_count == 1
+        out, expected = jg.compile(f)(x), f(x_eager)
+        same(out, expected)
+        out.backward()
+        expected.backward()
+        np.testing.assert_allclose(x.grad.numpy(), x_eager.grad.numpy(), rtol=1e-6)
+        names = backward_names(out)
+        assert present in names and absent not in names
+
+
+def test_c30_list_comprehension_is_inlined():
+    def f(x):
+        return jg.stack([x * i for i in range(3)])
+
+    assert compiles_per_call(f, [(t(4),)]) == [1]
