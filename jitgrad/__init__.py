@@ -66,4 +66,5 @@ from jitgrad.compile import (  # noqa: E402
     explain,
     graph_break,
     reset,
+    show,
 )

@@ -66,5 +66,16 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
     return run
 
 
-__all__ = ["compile", "reset", "explain", "disable", "allow_in_graph", "graph_break",
+def show(fn: Callable[..., Any]) -> str:
+    """The readable source of what `fn` compiled to: per cache entry its guards, graph and
+    generated runner, then every resume function the same way. Call `fn` first.
+
+    Raises TypeError when `fn` is not a `jitgrad.compile`d function.
+    """
+    if not isinstance(fn, CompiledFunction):
+        raise TypeError("jitgrad.show expects a function returned by jitgrad.compile")
+    return fn.show()
+
+
+__all__ = ["compile", "reset", "explain", "show", "disable", "allow_in_graph", "graph_break",
            "CompileError", "CompiledFunction"]

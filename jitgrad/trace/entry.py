@@ -20,6 +20,7 @@ frame outcome; `fullgraph=True` raises `CompileError` instead, before any user c
 
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 import time
@@ -143,8 +144,19 @@ class CompiledFunction:
             if self._fullgraph:
                 raise CompileError(str(reason)) from None
             report.record_outcome(report.FrameOutcome(self._qualname(), "eager", reason.message))
-            cache.eager_reason = reason.message
-            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
+            if err.kind != "USER_ERROR":  # the eager call below raises the user's error itself
+                cache.eager_reason = reason.message
+                _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
+            return self._function(*args, **kwargs)
+        except Exception as err:  # a bug in the compiler or the backend: never the user's loss
+            if self._fullgraph:
+                raise CompileError(f"jitgrad internal error while compiling "
+                                   f"{self._qualname()}: {type(err).__name__}: {err}") from err
+            message = f"internal error {type(err).__name__}: {err}"
+            report.record_outcome(report.FrameOutcome(self._qualname(), "eager", message))
+            cache.eager_reason = message
+            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
+                       "(please report it with JITGRAD_LOGS=all output)")
             return self._function(*args, **kwargs)
         cache.entries.insert(0, entry)
         cache.compiles += 1
@@ -208,7 +220,7 @@ class CompiledFunction:
             body = [f"return {expr(result.output)}"]
         else:
             body = breaks.emit_break(result.stopped_at, plan, expr,
-                                     lambda *spec: env.const(self._resume(*spec)),
+                                     lambda *spec: _named_const(env, self._resume(*spec)),
                                      lambda var: self._trampoline(var, env))
         return build_runner(fn, result.input_sources, body, compiled, env)
 
@@ -217,8 +229,27 @@ class CompiledFunction:
         key = (offset, n_stack, tuple(names))
         if key not in self._resumes:
             fn = breaks.resume_function(self._function, offset, n_stack, names)
+            config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             self._resumes[key] = CompiledFunction(fn, self._backend, False)
         return self._resumes[key]
+
+    def show(self) -> str:
+        """Readable source of every compiled entry: guards, graph, runner, and recursively
+        the resume functions it calls (what `jitgrad.show(fn)` prints)."""
+        cache = _CACHES.get(id(self._function.__code__))
+        name = self._qualname()
+        if cache is None or not cache.entries:
+            reason = cache.eager_reason if cache is not None else "it has not been called yet"
+            return f"# {name}: no compiled entry ({reason})\n"
+        parts = []
+        for i, entry in enumerate(cache.entries):
+            parts.append(f"# {name}, entry {i} ({entry.hits} cached calls)\n"
+                         f"# guards:\n{entry.guard_source}\n"
+                         f"# graph:\n{entry.graph_module.graph}\n"
+                         f"# runner:\n{entry.run.__jitgrad_source__}")
+        for resume in self._resumes.values():
+            parts.append(resume.show())
+        return "\n".join(parts)
 
     def _trampoline(self, var: Var, env: _RunnerEnv) -> str | None:
         """A user function called at a break runs through its own CompiledFunction, so
@@ -227,11 +258,15 @@ class CompiledFunction:
         function = value.__func__ if isinstance(value, types.MethodType) else value
         if not isinstance(function, types.FunctionType) or not is_user_code(function):
             return None
-        return env.const(CompiledFunction(value, self._backend, False))
+        return _named_const(env, CompiledFunction(value, self._backend, False))
 
     def _qualname(self) -> str:
         code = self._function.__code__
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+def _named_const(env: _RunnerEnv, compiled: CompiledFunction) -> str:
+    return env.const(compiled, "".join(c if c.isalnum() else "_" for c in compiled.__name__))
 
 
 def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
@@ -300,8 +335,11 @@ class _RunnerEnv:
     def expr(self, source: Source) -> str:
         return source.reconstruct(self)
 
-    def const(self, value: object) -> str:
-        name = f"__c{len(self.namespace)}"
+    def const(self, value: object, hint: str = "") -> str:
+        """A name for `value` in the runner's namespace (readable when `hint` is given)."""
+        name = f"__{hint}" if hint else f"__c{len(self.namespace)}"
+        if name in self.namespace and self.namespace[name] is not value:
+            name = f"{name}_{len(self.namespace)}"
         self.namespace[name] = value
         return name
 
@@ -390,4 +428,5 @@ def build_runner(fn: types.FunctionType, inputs: list[Source], body: list[str],
     runner.__defaults__ = fn.__defaults__
     runner.__kwdefaults__ = fn.__kwdefaults__
     runner.__jitgrad_source__ = source
+    config.logger("bytecode").info("%s", source)
     return runner

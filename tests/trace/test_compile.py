@@ -282,3 +282,46 @@ def test_backend_callable_receives_graph_module_and_real_inputs():
     compiled = jg.compile(relu_affine, backend=backend)
     assert_same(compiled(x8()), relu_affine(x8()))
     assert len(seen) == 1 and seen[0][1] == [(8,)]
+
+
+def test_internal_compiler_error_falls_back_to_eager_with_one_warning():
+    def broken_backend(gm, example_inputs):
+        raise ZeroDivisionError("backend bug")
+
+    compiled = jg.compile(relu_affine, backend=broken_backend)
+    x = x8()
+    with pytest.warns(UserWarning, match="internal error ZeroDivisionError: backend bug"):
+        assert_same(compiled(x), relu_affine(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(compiled(x), relu_affine(x))
+    with pytest.raises(jg.CompileError, match="internal error"):
+        jg.reset()
+        jg.compile(relu_affine, backend=broken_backend, fullgraph=True)(x)
+
+
+def test_user_shape_error_is_raised_at_the_users_line_by_the_eager_run():
+    def f(x, y):
+        return x + y
+
+    with pytest.raises(RuntimeError, match="must match the size of tensor b") as excinfo:
+        jg.compile(f)(x8(shape=(3,)), x8(shape=(4,)))
+    assert any(entry.name == "f" for entry in excinfo.traceback)
+
+
+def test_show_renders_guards_graphs_runner_and_resume_functions():
+    @jg.compile
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:
+            y = jg.relu(y)
+        else:
+            y = -y
+        return y.mean()
+
+    f(jg.ones(3))
+    text = jg.show(f)
+    assert "def __jg_run_f(x):" in text and "__out = __graph(x)" in text
+    assert "return __resume_in_f_at_" in text and "call_function[relu]" in text
+    assert "no compiled entry (it has not been called yet)" in text  # the other branch
+    assert "x.shape == (3,)" in text
