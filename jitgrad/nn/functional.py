@@ -15,21 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.ops import linalg, nn_ops, pointwise, shape
+from jitgrad.eager.ops import activation, linalg, nn_ops, pointwise, shape
 from jitgrad.eager.ops import reduction as reduce_ops
-from jitgrad.eager.ops.activation import (
-    elu,
-    gelu,
-    hardtanh,
-    leaky_relu,
-    logsigmoid,
-    relu,
-    relu6,
-    sigmoid,
-    silu,
-    softplus,
-)
+from jitgrad.eager.ops.activation import gelu, logsigmoid, sigmoid, softplus
 from jitgrad.eager.ops.comparison import where
+from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.linalg import linear
 from jitgrad.eager.ops.nn_ops import embedding, layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
@@ -318,6 +308,47 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if inplace:
         return input.mul_(Tensor._make(mask))
     return input * Tensor._make(mask)
+
+
+# ----- activations with PyTorch's `inplace` flag ------------------------------------------
+
+
+def _activation(op: Any, input: Tensor, inplace: bool, *args: Any) -> Tensor:
+    """op(input, *args), or written into `input` (with its history rebased) when inplace."""
+    if inplace:
+        return apply_inplace(input, lambda t: op(t, *args))
+    return op(input, *args)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0) elementwise; inplace=True overwrites `input` (as input.relu_())."""
+    return _activation(activation.relu, input, inplace)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) elementwise; inplace=True overwrites `input`."""
+    return _activation(activation.relu6, input, inplace)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x if x >= 0 else negative_slope * x; inplace=True overwrites `input`."""
+    return _activation(activation.leaky_relu, input, inplace, negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x if x > 0 else alpha * (exp(x) - 1); inplace=True overwrites `input`."""
+    return _activation(activation.elu, input, inplace, alpha)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val]; inplace=True overwrites `input`."""
+    return _activation(activation.hardtanh, input, inplace, min_val, max_val)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x); inplace=True overwrites `input`."""
+    return _activation(activation.silu, input, inplace)
 
 
 __all__ = [

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 
 
@@ -437,3 +438,40 @@ def test_second_order_gradients(name):
 
     assert first_derivative(x).requires_grad
     assert jg.autograd.gradcheck(first_derivative, (x,))
+
+
+# (name, kwargs, input after b = 2 * [-1, 0.25, 2] is overwritten, grad of a for weights
+# [1, 2, 3]) printed by torch 2.13 for F.<name>(b, inplace=True, **kwargs)
+INPLACE_ACTIVATIONS = [
+    ("relu", {}, [0.0, 0.5, 4.0], [0.0, 4.0, 6.0]),
+    ("relu6", {}, [0.0, 0.5, 4.0], [0.0, 4.0, 6.0]),
+    ("leaky_relu", {"negative_slope": 0.2}, [-0.4, 0.5, 4.0], [0.4, 4.0, 6.0]),
+    ("elu", {"alpha": 0.5}, [-0.4323323667049408, 0.5, 4.0], [0.1353352665901184, 4.0, 6.0]),
+    ("hardtanh", {"min_val": -0.5, "max_val": 1.0}, [-0.5, 0.5, 1.0], [0.0, 4.0, 0.0]),
+    ("silu", {}, [-0.23840583860874176, 0.3112296760082245, 3.9280550479888916],
+     [-0.18156850337982178, 2.9598448276519775, 6.315988063812256]),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, written, grad", INPLACE_ACTIVATIONS,
+                         ids=[case[0] for case in INPLACE_ACTIVATIONS])
+def test_activation_inplace_flag_overwrites_input_and_keeps_gradients(name, kwargs, written,
+                                                                      grad):
+    a = jg.tensor([-1.0, 0.25, 2.0], requires_grad=True)
+    b = a * 2
+    out = getattr(F, name)(b, inplace=True, **kwargs)
+    assert out is b
+    np.testing.assert_allclose(b.detach().numpy(), written, rtol=1e-6)
+    (out * jg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), grad, rtol=1e-6)
+    kept = jg.tensor([-1.0, 2.0])
+    getattr(F, name)(kept, inplace=False, **kwargs)
+    assert kept.tolist() == [-1.0, 2.0]
+
+
+def test_leaky_relu_and_silu_modules_honour_inplace():
+    x = jg.tensor([-1.0, 2.0])
+    assert nn.LeakyReLU(0.5, inplace=True)(x) is x and x.tolist() == [-0.5, 2.0]
+    y = jg.tensor([0.0, 1.0])
+    assert nn.SiLU(inplace=True)(y) is y
+    np.testing.assert_allclose(y.numpy(), [0.0, 1 / (1 + math.exp(-1))], rtol=1e-6)

@@ -2,9 +2,7 @@
 
 Each stores its options, calls the functional form in `forward`, and prints its options
 the way PyTorch does (`GELU(approximate='none')`, `ReLU(inplace=True)`, `Tanh()`).
-`ReLU(inplace=True)` overwrites its input (`relu_`); LeakyReLU and SiLU accept
-`inplace=True` for compatibility but compute out of place, leaving the input unchanged
-(jitgrad has no in-place variants of those two ops).
+`inplace=True` (ReLU, LeakyReLU, SiLU) overwrites the input, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -69,7 +67,7 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input)
+        return F.silu(input, self.inplace)
 
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)
