@@ -313,3 +313,13 @@ def test_legacy_constructor_rejects_a_lone_float():
     with pytest.raises(TypeError, match=r"new\(\): data must be a sequence \(got float\)"):
         jg.Tensor(2.0)
     assert jg.Tensor([2.0]).tolist() == [2.0] and jg.Tensor(2).shape == (2,)
+
+
+def test_one_element_tensors_in_a_list_are_scalars():
+    # torch 2.13: tensor([tensor([1.]), tensor([2.])]) has shape [2]; numpy arrays keep theirs
+    assert jg.tensor([jg.tensor([1.0]), jg.tensor([2.0])]).shape == (2,)
+    assert jg.tensor([jg.tensor([[1.0]]), jg.tensor([[2.0]])]).tolist() == [1.0, 2.0]
+    assert jg.tensor([[jg.tensor(1.0)], [jg.tensor(2)]]).shape == (2, 1)
+    losses = [jg.tensor([0.5], requires_grad=True) * 2 for _ in range(3)]
+    assert jg.tensor(losses).tolist() == [1.0, 1.0, 1.0]
+    assert jg.tensor([np.array([1.0]), np.array([2.0])]).shape == (2, 1)

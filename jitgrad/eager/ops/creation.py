@@ -131,8 +131,10 @@ def _leaf_dtype(x: Tensor | np.ndarray) -> dtypes.dtype:
 
 
 def _unwrap_tensors(data: Any) -> Any:
+    """Tensors inside a list are scalars to PyTorch: [tensor([1.]), tensor([2.])] has shape (2,)
+    (one-element size already checked by _leaf_dtype); numpy arrays keep their shape."""
     if isinstance(data, Tensor):
-        return data._data
+        return data._data.reshape(())
     if isinstance(data, (list, tuple)):
         return [_unwrap_tensors(x) for x in data]
     return data
