@@ -18,7 +18,7 @@ from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled
 from jitgrad.trace.fake import FakeTensor, Unsupported
-from jitgrad.trace.sources import AttrSource, ItemSource
+from jitgrad.trace.sources import AttrSource, ItemSource, TypeSource
 from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
@@ -108,7 +108,15 @@ def unpack_iterable(tx: Any, var: Var) -> list[Var]:
         return [ConstVar(v) for v in constant(tx, var)]
     if isinstance(var, ObjectVar) and isinstance(var.value, tuple):
         return [wrap_result(tx, v) for v in var.value]
-    raise Unsupported("UNSUPPORTED_ITERATION", f"iterating over a {type(var).__name__}")
+    if isinstance(var, ObjectVar):
+        method = getattr(type(var.value), "__iter__", None)
+        if isinstance(method, types.FunctionType):  # e.g. nn.Sequential, nn.ModuleList
+            tx.ctx.guard_type(var)
+            method_var = ObjectVar(method, source=var.source and AttrSource(
+                TypeSource(var.source), "__iter__"))
+            return unpack_iterable(tx, tx.ctx.inline_function(tx, method, method_var, [var], {}))
+    raise Unsupported("UNSUPPORTED_ITERATION", f"iterating over a {type(var).__name__}"
+                      + (f" ({type(var.value).__name__})" if isinstance(var, ObjectVar) else ""))
 
 
 def truth(tx: Any, var: Var) -> bool:
@@ -357,6 +365,11 @@ def _builtin_enumerate(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     return TupleVar([TupleVar([ConstVar(start + i), v]) for i, v in enumerate(items)])
 
 
+def _builtin_iter(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    (value,) = args
+    return value if isinstance(value, IteratorVar) else IteratorVar(unpack_iterable(tx, value))
+
+
 def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     columns = [unpack_iterable(tx, a) for a in args]
     return TupleVar([TupleVar(list(row)) for row in zip(*columns, strict=False)])
@@ -413,6 +426,7 @@ BUILTINS: dict[Any, Any] = {
     builtins.range: _builtin_range,
     builtins.enumerate: _builtin_enumerate,
     builtins.zip: _builtin_zip,
+    builtins.iter: _builtin_iter,
     builtins.list: _builtin_container(list),
     builtins.tuple: _builtin_container(tuple),
     builtins.dict: _builtin_container(dict),

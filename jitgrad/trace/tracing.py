@@ -39,6 +39,7 @@ from jitgrad.trace.sources import (
     ItemSource,
     LocalSource,
     Source,
+    TypeSource,
 )
 from jitgrad.trace.translator import MAX_INLINE_DEPTH, Translator
 from jitgrad.trace.variables import (
@@ -81,6 +82,7 @@ class TraceContext:
         self.recorder = OpRecorder(self.graph, self.constant_node)
         self.input_sources: list[Source] = []
         self._lifted: dict[int, FakeTensor] = {}
+        self._lift_sources: dict[int, Source] = {}
         self._constants: dict[int, FakeTensor] = {}
         self._guarded: set[tuple[str, Source]] = set()
         self._entry_grad_mode = STATE.enabled
@@ -133,6 +135,9 @@ class TraceContext:
         """The placeholder for a tensor read from outside (one per tensor object)."""
         fake = self._lifted.get(id(tensor))
         if fake is not None:
+            if source is not None and source != self._lift_sources[id(tensor)]:
+                # the graph treats both reads as one tensor: they must stay one object
+                self._guard("DUPLICATE_INPUT", source, self._lift_sources[id(tensor)])
             return fake
         if source is None:
             return self.constant_tensor(tensor)
@@ -140,6 +145,7 @@ class TraceContext:
         node = self.graph.placeholder(_placeholder_name(source))
         fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, tensor._requires_grad)
         self._lifted[id(tensor)] = fake
+        self._lift_sources[id(tensor)] = source
         self.input_sources.append(source)
         return fake
 
@@ -243,7 +249,10 @@ class TraceContext:
                                   f"{hooks[1:]}", "remove the hooks to compile the module")
         self.guard_type(module)
         forward = type(value).forward
-        return self.inline_function(tx, forward, None, [module] + args, kwargs)
+        # a source for forward, so its globals are read as type(self).forward.__globals__
+        forward_var = ObjectVar(forward, source=module.source and AttrSource(
+            TypeSource(module.source), "forward"))
+        return self.inline_function(tx, forward, forward_var, [module] + args, kwargs)
 
     def inline_function(self, tx: Translator, fn: types.FunctionType, fn_var: Any,
                         args: list[Var], kwargs: dict[str, Var]) -> Var:
@@ -253,8 +262,10 @@ class TraceContext:
         defaults = tuple(self.wrap_value(v, None) for v in fn.__defaults__ or ())
         kwdefaults = {k: self.wrap_value(v, None) for k, v in (fn.__kwdefaults__ or {}).items()}
         cells = tuple(CellVar(contents=self.wrap_value(
-            cell.cell_contents, source and CellContentsSource(source, i)), source=source)
-            for i, cell in enumerate(fn.__closure__ or ()))
+            cell.cell_contents, source and CellContentsSource(source, i, var=name)),
+            source=source)
+            for i, (name, cell) in enumerate(zip(fn.__code__.co_freevars, fn.__closure__ or (),
+                                                 strict=True)))
         nested = NestedFunctionVar(fn.__code__, fn.__globals__, defaults, kwdefaults, cells)
         global_source = None
         if fn.__globals__ is not tx.f_globals and source is not None:

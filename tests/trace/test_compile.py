@@ -325,3 +325,25 @@ def test_show_renders_guards_graphs_runner_and_resume_functions():
     assert "return __resume_in_f_at_" in text and "call_function[relu]" in text
     assert "no compiled entry (it has not been called yet)" in text  # the other branch
     assert "x.shape == (3,)" in text
+
+
+def test_library_module_forward_reads_its_own_globals_and_does_not_recompile():
+    model = nn.Sequential(nn.Linear(8, 4), nn.GELU(), nn.LayerNorm(4))
+    counter = CompileCounter()
+    compiled = jg.compile(model, backend=counter)
+    x = x8(shape=(2, 8))
+    for _ in range(3):
+        assert_same(compiled(x), model(x))
+    assert counter.compiles == 1
+
+
+def test_one_tensor_through_two_sources_is_guarded_as_one():
+    def f(a, b):
+        return a * 2 + b
+
+    counter = CompileCounter()
+    compiled = jg.compile(f, backend=counter)
+    x, y = x8(), x8(1)
+    assert_same(compiled(x, x), f(x, x))
+    assert_same(compiled(x, y), f(x, y))
+    assert counter.compiles == 2
