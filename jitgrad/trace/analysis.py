@@ -5,8 +5,10 @@ variables, loop membership, the try/with blocks active at an instruction (3.11 h
 block stack, so they are rebuilt from exception-table entries), and the checkpoints where a
 frame can be split into a resume function.
 
-All analyses follow both normal control flow and exceptional edges (from every covered
-instruction to its handler). Model: torch/_dynamo/bytecode_analysis.py
+Stack depths and liveness follow both normal control flow and exceptional edges (from
+every covered instruction to its handler); loops are found lexically, from backward jumps.
+
+Model: torch/_dynamo/bytecode_analysis.py
 (`stacksize_analysis`, `livevars_analysis`) and symbolic_convert.py (`update_block_stack`),
 rewritten for jitgrad.
 """
@@ -56,16 +58,6 @@ def _handler_index(instr: Instr, index: dict[Instr, int]) -> int | None:
     if entry.target not in index:
         raise ValueError(f"exception handler of {instr!r} is not in the instruction list")
     return index[entry.target]
-
-
-def _all_successors(instrs: list[Instr]) -> list[list[int]]:
-    """Indexes reached from each instruction: fall-through, jump target, handler."""
-    index = _indexes(instrs)
-    result = []
-    for i, (fall, jump) in enumerate(_normal_successors(instrs, index)):
-        handler = _handler_index(instrs[i], index)
-        result.append([j for j in (fall, jump, handler) if j is not None])
-    return result
 
 
 def stack_depths(instrs: list[Instr]) -> dict[Instr, int]:
@@ -152,65 +144,31 @@ def livevars(instrs: list[Instr], start: Instr) -> set[str]:
     return {name for name, bit in bit_of.items() if live >> bit & 1}
 
 
-def _cyclic(instrs: list[Instr]) -> set[Instr]:
-    """Instructions on a control-flow cycle (strongly connected components with a cycle).
-
-    Iterative Tarjan over normal and exceptional edges.
-    """
-    successors = _all_successors(instrs)
-    order: list[int | None] = [None] * len(instrs)
-    low = [0] * len(instrs)
-    on_stack = [False] * len(instrs)
-    stack: list[int] = []
-    cyclic: set[Instr] = set()
-    counter = 0
-    for root in range(len(instrs)):
-        if order[root] is not None:
-            continue
-        frames = [(root, 0)]
-        order[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        while frames:
-            node, k = frames[-1]
-            if k < len(successors[node]):
-                frames[-1] = (node, k + 1)
-                child = successors[node][k]
-                if order[child] is None:
-                    order[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack[child] = True
-                    frames.append((child, 0))
-                elif on_stack[child]:
-                    low[node] = min(low[node], order[child])
-                continue
-            frames.pop()
-            if frames:
-                parent = frames[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == order[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack[member] = False
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1 or node in successors[node]:
-                    cyclic.update(instrs[m] for m in component)
-    return cyclic
+def _in_loops(instrs: list[Instr]) -> set[Instr]:
+    """Instructions spanned by a backward jump: from its target up to the jump itself."""
+    index = _indexes(instrs)
+    starts_minus_ends = [0] * (len(instrs) + 1)
+    for i, instr in enumerate(instrs):
+        if instr.opcode in bc.JUMPS and index[instr.target] <= i:
+            starts_minus_ends[index[instr.target]] += 1
+            starts_minus_ends[i + 1] -= 1
+    inside: set[Instr] = set()
+    open_spans = 0
+    for i, instr in enumerate(instrs):
+        open_spans += starts_minus_ends[i]
+        if open_spans:
+            inside.add(instr)
+    return inside
 
 
 def is_in_loop(instrs: list[Instr], instr: Instr) -> bool:
-    """Whether `instr` can run more than once per frame: it lies on a control-flow cycle.
+    """Whether a backward jump spans `instr` (by position in the list, whatever its opname).
 
-    A cycle rather than "a back edge spans it": 3.11 moves exception handlers of a loop
-    body to the end of the code and jumps back from there, so such a backward jump spans
-    code after the loop that never repeats.
+    Lexical and conservative: code of a loop body that leaves the loop (a `raise`, a
+    `return`, a `break` path) counts as inside, as in TorchDynamo, since a frame split there
+    would still hold the loop's state (its iterator) on the stack.
     """
-    return instr in _cyclic(instrs)
+    return instr in _in_loops(instrs)
 
 
 @dataclass(frozen=True)
@@ -266,7 +224,7 @@ def checkpoints(instrs: list[Instr]) -> list[Instr]:
     """Instructions where a frame can be split: reachable, empty stack, no active try/with
     block, not in a loop, after the function's `RESUME`. In code order."""
     depths = stack_depths(instrs)
-    cyclic = _cyclic(instrs)
+    in_loops = _in_loops(instrs)
     resume = next(i for i, instr in enumerate(instrs) if instr.opname == "RESUME")
     return [instr for instr in instrs[resume + 1:]
-            if depths.get(instr) == 0 and instr not in cyclic and not exn_blocks(instrs, instr)]
+            if depths.get(instr) == 0 and instr not in in_loops and not exn_blocks(instrs, instr)]
