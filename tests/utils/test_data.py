@@ -181,3 +181,28 @@ def test_dataloader_over_an_iterable_dataset():
 def test_dataloader_option_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         DataLoader(_dataset(), **kwargs)
+
+
+def test_dataloader_accepts_pytorchs_worker_options():
+    # common in training scripts: DataLoader(ds, num_workers=4, persistent_workers=True, ...)
+    seen = []
+    loader = DataLoader(_dataset(), batch_size=4, num_workers=2, persistent_workers=True,
+                        prefetch_factor=4, worker_init_fn=seen.append, timeout=10,
+                        multiprocessing_context="spawn")
+    assert [b[0].tolist() for b in loader][0] == [0, 1, 2, 3]
+    assert loader.persistent_workers and loader.prefetch_factor == 4 and loader.timeout == 10
+    assert seen == []  # no worker processes, so no worker to initialise
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(persistent_workers=True), "^persistent_workers option needs num_workers > 0$"),
+    (dict(prefetch_factor=2), r"^prefetch_factor option could only be specified in "
+                              r"multiprocessing\.let num_workers > 0"),
+    (dict(num_workers=2, prefetch_factor=-1), "^prefetch_factor option should be non-negative$"),
+    (dict(timeout=-1), "^timeout option should be non-negative$"),
+    (dict(multiprocessing_context="spawn"), "^multiprocessing_context can only be used with "
+                                            r"multi-process loading \(num_workers > 0\)"),
+])
+def test_dataloader_worker_option_errors_match_torch(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DataLoader(_dataset(), **kwargs)

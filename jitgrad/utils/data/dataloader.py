@@ -1,8 +1,11 @@
 """`DataLoader` (torch.utils.data.DataLoader): batches of samples, in order or shuffled.
 
 Samples are loaded in the calling process: jitgrad has no worker processes, so
-`num_workers` only checks its value and `pin_memory` has nothing to do on the CPU. Both
-are accepted so that PyTorch programs which pass them run unchanged.
+`num_workers` and the worker options (`timeout`, `worker_init_fn`,
+`multiprocessing_context`, `prefetch_factor`, `persistent_workers`) are only checked as
+PyTorch checks them, and `pin_memory` has nothing to do on the CPU. They are accepted so
+that PyTorch programs which pass them run unchanged; `worker_init_fn` is never called, as
+in PyTorch with num_workers=0.
 """
 
 from __future__ import annotations
@@ -25,20 +28,27 @@ class DataLoader:
     yields single converted samples. `len(loader)` is the number of batches.
     Raises ValueError for conflicting options (shuffle with a sampler, batch_sampler with
     batch_size/shuffle/sampler/drop_last, samplers or shuffle with an IterableDataset) or
-    a negative num_workers.
+    invalid worker options (see _check_worker_options).
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler: Sampler | Iterable[int] | None = None,
                  batch_sampler: Iterable[list[int]] | None = None, num_workers: int = 0,
                  collate_fn: Callable[[list[Any]], Any] | None = None, pin_memory: bool = False,
-                 drop_last: bool = False, generator: Generator | None = None) -> None:
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
-                             "disable multiprocessing.")
+                 drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], None] | None = None,
+                 multiprocessing_context: Any = None, generator: Generator | None = None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False) -> None:
+        _check_worker_options(num_workers, timeout, multiprocessing_context, prefetch_factor,
+                              persistent_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
         self.generator = generator
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
@@ -96,6 +106,27 @@ class DataLoader:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)  # type: ignore[arg-type]
         return len(self.sampler)  # type: ignore[arg-type]
+
+
+def _check_worker_options(num_workers: int, timeout: float, multiprocessing_context: Any,
+                          prefetch_factor: int | None, persistent_workers: bool) -> None:
+    """PyTorch's checks of the worker options, with its messages (torch 2.13)."""
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
+                         "disable multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and multiprocessing_context is not None:
+        raise ValueError("multiprocessing_context can only be used with multi-process loading "
+                         "(num_workers > 0), but got num_workers=0")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                         "let num_workers > 0 to enable multiprocessing, otherwise set "
+                         "prefetch_factor to None.")
+    if prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
 
 
 def _check_iterable_options(shuffle: bool | None, sampler: Any, batch_sampler: Any) -> None:
