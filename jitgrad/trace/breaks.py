@@ -28,6 +28,7 @@ import types
 from typing import Any
 
 from jitgrad.trace import analysis
+from jitgrad.trace.bytecode import binary_op_symbol
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.instructions import decode
 from jitgrad.trace.resume import build_resume_code
@@ -44,6 +45,11 @@ from jitgrad.trace.variables import (
 
 _BRANCHES = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_BACKWARD_IF_TRUE": True,
              "POP_JUMP_FORWARD_IF_FALSE": False, "POP_JUMP_BACKWARD_IF_FALSE": False}
+
+# Instructions other than CALL and branches that a break can run natively (side effects
+# the graph cannot hold): operands they pop, and whether they push a result.
+_STATEMENTS = {"STORE_ATTR": (2, False), "STORE_GLOBAL": (1, False),
+               "STORE_SUBSCR": (3, False), "BINARY_OP": (2, True)}
 
 
 @dataclasses.dataclass
@@ -65,7 +71,7 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     The message of a refusal says why, for the frame outcome.
     """
     instruction = getattr(err, "root_instruction", None)
-    if instruction is None:
+    if instruction is None or err.kind == "USER_ERROR":  # the eager run shows user errors
         raise err
     code = fn.__code__
     if code.co_cellvars:
@@ -82,6 +88,9 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     if instruction.opname in _BRANCHES:
         return BreakPlan(instruction.offset, instruction.opname,
                          (following, instruction.argval))
+    if instruction.opname in _STATEMENTS and (instruction.opname != "BINARY_OP"
+                                              or err.kind == "INPLACE_ON_TENSOR"):
+        return BreakPlan(instruction.offset, instruction.opname, (following,))
     raise _frame_only(err, f"{instruction.opname} cannot be resumed after")
 
 
@@ -133,12 +142,13 @@ def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
     fn = tx.ctx.fn
     lines: list[str] = []
     if plan.opname == "CALL":
-        nargs = _call_arity(tx)
-        operands = tx.stack[len(tx.stack) - nargs - 2:]
-        below = tx.stack[:len(tx.stack) - nargs - 2]
+        n_operands = _call_arity(tx) + 2
+    elif plan.opname in _STATEMENTS:
+        n_operands = _STATEMENTS[plan.opname][0]
     else:
-        operands = tx.stack[-1:]
-        below = tx.stack[:-1]
+        n_operands = 1
+    operands = tx.stack[len(tx.stack) - n_operands:]
+    below = tx.stack[:len(tx.stack) - n_operands]
     if any(isinstance(v, NullVar) for v in below):
         raise Unsupported("UNSUPPORTED_BREAK", "a graph break inside the arguments of "
                           "another call", "split the expression into two statements")
@@ -150,10 +160,17 @@ def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
         if name in tx.locals:
             lines.append(f"__l_{name} = {expr(tx.locals[name])}")
     stack_args = [f"__s{i}" for i in range(len(below))]
-    if plan.opname == "CALL":
-        lines.append(f"__r = {_render_call(tx, operands, expr, trampoline)}")
-        resume = make_resume(plan.resume_offsets[0], len(below) + 1, names_by_target[0])
-        args = stack_args + ["__r"] + [_local_arg(tx, n) for n in names_by_target[0]]
+    if plan.opname == "CALL" or plan.opname in _STATEMENTS:
+        if plan.opname == "CALL":
+            lines.append(f"__r = {_render_call(tx, operands, expr, trampoline)}")
+            pushes = True
+        else:
+            lines += _render_statement(tx, operands, expr)
+            pushes = _STATEMENTS[plan.opname][1]
+        if pushes:
+            stack_args = stack_args + ["__r"]
+        resume = make_resume(plan.resume_offsets[0], len(stack_args), names_by_target[0])
+        args = stack_args + [_local_arg(tx, n) for n in names_by_target[0]]
         lines.append(f"return {resume}({', '.join(args)})")
         return lines
     condition = expr(operands[0])
@@ -168,6 +185,24 @@ def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
     lines.append(f"    return {taken}({taken_args})")
     lines.append(f"return {fallthrough}({fall_args})")
     return lines
+
+
+def _render_statement(tx: Translator, operands: list[Var], expr: Any) -> list[str]:
+    """A side-effecting instruction as Python statements (result, if any, in `__r`)."""
+    inst = tx.current
+    assert inst is not None, "stopped at an instruction"
+    if inst.opname == "STORE_ATTR":
+        value, obj = operands
+        return [f"{expr(obj)}.{inst.argval} = {expr(value)}"]
+    if inst.opname == "STORE_GLOBAL":
+        return [f"__G[{inst.argval!r}] = {expr(operands[0])}"]
+    if inst.opname == "STORE_SUBSCR":
+        value, container, index = operands
+        return [f"{expr(container)}[{expr(index)}] = {expr(value)}"]
+    a, b = operands  # BINARY_OP, e.g. an in-place `x += 1` on a tensor
+    return [f"__r = {expr(a)}", f"__r {binary_op_symbol(inst.arg)} {expr(b)}"
+            if binary_op_symbol(inst.arg).endswith("=") else
+            f"__r = __r {binary_op_symbol(inst.arg)} {expr(b)}"]
 
 
 def _local_arg(tx: Translator, name: str) -> str:

@@ -39,6 +39,7 @@ from jitgrad.trace.guards import explain_failure
 from jitgrad.trace.sources import FrameValues, Source
 from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
 from jitgrad.trace.variables import (
+    BoundMethodVar,
     ConstVar,
     DictVar,
     ListVar,
@@ -364,8 +365,11 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv) -> str:
         return f"__out[{outputs.index(var.fake.node)}]"
     if isinstance(var, TensorMethodVar):
         return f"{_output_expr(var.tensor, outputs, env)}.{var.name}"
-    if var.source is not None and isinstance(var, (ConstVar, ObjectVar)):
-        return var.source.reconstruct(env)
+    if var.source is not None and isinstance(var, (ConstVar, ObjectVar, ListVar, DictVar,
+                                                   TupleVar)):
+        return var.source.reconstruct(env)  # the caller's own object (mutations reach it)
+    if isinstance(var, BoundMethodVar):
+        return f"{_output_expr(var.receiver, outputs, env)}.{var.name}"
     if isinstance(var, (ConstVar, ObjectVar)):
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, TupleVar):

@@ -195,7 +195,7 @@ def test_no_grad_region_is_captured():
     np.testing.assert_allclose(x.grad.numpy(), np.ones(8))
 
 
-def test_unsupported_frame_runs_eagerly_with_one_warning_and_a_reported_outcome():
+def test_side_effects_break_the_graph_and_run_once_per_call(capsys):
     printed = []
 
     def f(x):
@@ -206,12 +206,28 @@ def test_unsupported_frame_runs_eagerly_with_one_warning_and_a_reported_outcome(
 
     compiled = jg.compile(f)
     x = x8()
-    with pytest.warns(UserWarning, match="runs eagerly"):
-        assert_same(compiled(x), (x + 1) * 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        compiled(x)
-    assert printed == ["side", "side"], "the eager fallback ran the body exactly once per call"
+        assert_same(compiled(x), (x + 1) * 2)
+        assert_same(compiled(x), (x + 1) * 2)
+    assert printed == ["side", "side"] and capsys.readouterr().out == "side\nside\n"
+    report = jg.explain(f)(x)
+    assert report.graph_count == 3 and report.graph_break_count == 2
+
+
+def test_unresumable_break_runs_the_frame_eagerly_with_one_warning():
+    def f(x):
+        for _ in range(2):
+            x = x + 1
+            print("in loop")
+        return x
+
+    compiled = jg.compile(f)
+    with pytest.warns(UserWarning, match="inside a loop"):
+        assert_same(compiled(x8()), x8() + 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(compiled(x8()), x8() + 2)
 
 
 def test_fullgraph_raises_before_running_user_code(capsys):

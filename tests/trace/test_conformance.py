@@ -156,6 +156,68 @@ def test_c12_global_tensor_is_an_input_and_global_number_is_guarded():
         G_SCALE = 2.0
 
 
+counter = 0
+
+
+def test_c13_global_counter_side_effect_runs_exactly_once_per_call():
+    # Our design (differs from §5.12): the global store is a graph break that runs natively,
+    # and `counter` is specialized, so every call with a new value compiles the resume
+    # function again (numbers are not yet unspecialized after their first change).
+    global counter
+    counter = 0
+
+    def f(x):
+        global counter
+        counter += 1
+        return x + counter
+
+    compiled = jg.compile(f)
+    x = t(4)
+    for i in range(1, 5):
+        same(compiled(x), x + i)
+    assert counter == 4
+
+
+def test_c14_list_append_on_a_caller_list_happens_once_per_call():
+    # Our design: the append is a graph break run natively (2 graphs, 1 break), not a
+    # side effect replayed after one graph.
+    def f(x, out):
+        out.append(x * 2)
+        return x + 1
+
+    x, collected = t(4), []
+    report = jg.explain(f)(x, collected)
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    assert report.break_reasons[0].kind == "SIDE_EFFECT"
+    assert len(collected) == 1
+    same(collected[0], x * 2)
+    same(jg.compile(f)(x, collected), x + 1)
+    assert len(collected) == 2
+
+
+def test_extra_in_place_update_of_an_input_is_visible_to_the_caller():
+    def f(x):
+        x += 1
+        return x * 2
+
+    x, x_eager = t(4), t(4)
+    same(jg.compile(f)(x), f(x_eager))
+    same(x, x_eager)
+
+
+def test_extra_attribute_store_on_an_argument():
+    class Box:
+        n = 1
+
+    def f(x, box):
+        box.n = 5
+        return x * box.n
+
+    box = Box()
+    same(jg.compile(f)(t(4), box), t(4) * 5)
+    assert box.n == 5
+
+
 def test_c15_loop_over_range_is_unrolled():
     def f(x):
         for i in range(3):
