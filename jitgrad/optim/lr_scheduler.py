@@ -1,5 +1,5 @@
-"""Learning-rate schedulers (torch.optim.lr_scheduler): StepLR, LambdaLR, CosineAnnealingLR,
-LinearLR.
+"""Learning-rate schedulers (torch.optim.lr_scheduler): StepLR, MultiStepLR, ExponentialLR,
+LambdaLR, CosineAnnealingLR, LinearLR, and ReduceLROnPlateau (driven by a metric).
 
 A scheduler rewrites `group["lr"]` of its optimizer's groups each time `step()` is called
 (once per epoch or per iteration, after `optimizer.step()`). Constructing it performs the
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jitgrad.optim.optimizer import Optimizer
@@ -79,6 +80,35 @@ class StepLR(LRScheduler):
 
     def get_lr(self) -> list[float]:
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return self._current_lrs()
+        return [lr * self.gamma for lr in self._current_lrs()]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the lr by `gamma` at each epoch listed in `milestones` (gamma^n for a
+    milestone listed n times)."""
+
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch not in self.milestones:
+            return self._current_lrs()
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._current_lrs()]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the lr by `gamma` every epoch: base * gamma^epoch."""
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
             return self._current_lrs()
         return [lr * self.gamma for lr in self._current_lrs()]
 
@@ -179,6 +209,83 @@ class LinearLR(LRScheduler):
         return [lr * factor for lr in lrs]
 
 
+class ReduceLROnPlateau:
+    """Multiply the lr by `factor` once the metric passed to `step(metric)` has not improved
+    for more than `patience` epochs, then wait `cooldown` epochs; never below `min_lr`.
+
+    mode "min" (a loss) or "max" (an accuracy); an improvement must beat the best value by
+    `threshold`, relative (threshold_mode "rel") or absolute ("abs"). Reductions smaller
+    than `eps` are skipped. Raises ValueError for factor >= 1, an unknown mode, or a list
+    of min_lr whose length differs from the number of param groups.
+    """
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
+                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
+                 cooldown: int = 0, min_lr: float | list[float] = 0, eps: float = 1e-8) -> None:
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        if mode not in ("min", "max"):
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        groups = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)) and len(min_lr) != groups:
+            raise ValueError(f"expected {groups} min_lrs, got {len(min_lr)}")
+        self.optimizer = optimizer
+        self.factor, self.patience, self.cooldown, self.eps = factor, patience, cooldown, eps
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.min_lrs = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr] * groups
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.last_epoch = 0
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+        self._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+    def step(self, metrics: Any) -> None:
+        """Record this epoch's metric (a number or 0-d tensor) and reduce the lr if it stalled."""
+        current = float(metrics)
+        self.last_epoch += 1
+        if self._is_better(current):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs during cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
+                new_lr = max(group["lr"] * self.factor, min_lr)
+                if group["lr"] - new_lr > self.eps:
+                    group["lr"] = new_lr
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _is_better(self, value: float) -> bool:
+        best, threshold = self.best, self.threshold
+        if self.mode == "min":
+            return value < (best * (1.0 - threshold) if self.threshold_mode == "rel"
+                            else best - threshold)
+        return value > (best * (1.0 + threshold) if self.threshold_mode == "rel"
+                        else best + threshold)
+
+    def get_last_lr(self) -> list[float]:
+        """The lr of each group after the last `step()`."""
+        return self._last_lr
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every attribute but the optimizer."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+
+
 _LRScheduler = LRScheduler
 
-__all__ = ["LRScheduler", "StepLR", "LambdaLR", "CosineAnnealingLR", "LinearLR"]
+__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "LambdaLR",
+           "CosineAnnealingLR", "LinearLR", "ReduceLROnPlateau"]

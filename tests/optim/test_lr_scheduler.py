@@ -95,3 +95,55 @@ def test_errors():
         lr_scheduler.LinearLR(opt, start_factor=0.0)
     with pytest.raises(KeyError, match="initial_lr"):
         lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
+
+
+def test_multi_step_lr_applies_repeated_milestones_as_powers():
+    lrs = _lrs(lambda o: lr_scheduler.MultiStepLR(o, milestones=[2, 4, 4], gamma=0.5), 6, lr=0.1)
+    assert lrs == [0.1, 0.1, 0.05, 0.05, 0.0125, 0.0125, 0.0125]  # torch 2.13
+
+
+def test_exponential_lr_matches_torch_floats():
+    lrs = _lrs(lambda o: lr_scheduler.ExponentialLR(o, gamma=0.9), 4, lr=0.1)
+    assert lrs == [0.1, 0.09000000000000001, 0.08100000000000002, 0.07290000000000002,
+                   0.06561000000000002]
+
+
+def _plateau_lrs(metrics, **kwargs):
+    opt = optim.SGD([jg.tensor([1.0], requires_grad=True)], lr=0.1)
+    scheduler = lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+    lrs = []
+    for value in metrics:
+        scheduler.step(value)
+        lrs.append(opt.param_groups[0]["lr"])
+        assert scheduler.get_last_lr() == [lrs[-1]]
+    return lrs, scheduler
+
+
+def test_reduce_lr_on_plateau_with_patience_cooldown_and_min_lr():
+    # torch 2.13, mode="max": lr per step and the counters after the last one
+    metrics = [jg.tensor(v) for v in [1.0, 0.9, 0.95, 0.95, 0.95, 0.89, 0.9, 0.9, 0.9, 0.9]]
+    lrs, scheduler = _plateau_lrs(metrics, mode="max", patience=1, cooldown=1, factor=0.5,
+                                  min_lr=0.02)
+    assert lrs == [0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.02, 0.02]
+    assert scheduler.num_bad_epochs == 0 and scheduler.cooldown_counter == 0
+    assert scheduler.best == 1.0 and scheduler.last_epoch == 10
+
+
+def test_reduce_lr_on_plateau_defaults_and_absolute_threshold():
+    # torch 2.13: the 11th epoch without improvement reduces (patience 10)
+    lrs, scheduler = _plateau_lrs([1.0] + [0.9] * 12)
+    assert lrs == [0.1] * 12 + [0.010000000000000002] and scheduler.best == 0.9
+    lrs, scheduler = _plateau_lrs([1.0, 0.95, 0.85], patience=0, threshold=0.1,
+                                  threshold_mode="abs")
+    assert lrs == [0.1, 0.010000000000000002, 0.010000000000000002] and scheduler.best == 0.85
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(factor=1.0), r"^Factor should be < 1\.0\.$"), (dict(mode="avg"), "^mode avg is unknown!$"),
+    (dict(threshold_mode="x"), "^threshold mode x is unknown!$"),
+    (dict(min_lr=[0, 1]), "^expected 1 min_lrs, got 2$"),
+])
+def test_reduce_lr_on_plateau_errors_match_torch(kwargs, message):
+    opt = optim.SGD([jg.tensor([1.0], requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match=message):
+        lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
