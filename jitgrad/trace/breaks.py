@@ -27,6 +27,7 @@ import dataclasses
 import types
 from typing import Any
 
+from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.trace import analysis
 from jitgrad.trace.bytecode import binary_op_symbol
 from jitgrad.trace.fake import Unsupported
@@ -35,6 +36,7 @@ from jitgrad.trace.resume import build_resume_code
 from jitgrad.trace.translator import Translator
 from jitgrad.trace.variables import (
     DictVar,
+    GradModeExitVar,
     ListVar,
     NullVar,
     TensorMethodVar,
@@ -80,8 +82,9 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     at = next(i for i in instrs if i.offset == instruction.offset)
     if analysis.is_in_loop(instrs, at):
         raise _frame_only(err, "the break is inside a loop")
-    if analysis.exn_blocks(instrs, at):
-        raise _frame_only(err, "the break is inside a try or with block")
+    blocks = analysis.exn_blocks(instrs, at)
+    if any(block.kind != "with" for block in blocks):
+        return _checkpoint_before(instrs, at, err)
     following = instrs[instrs.index(at) + 1].offset
     if instruction.opname == "CALL":
         return BreakPlan(instruction.offset, "CALL", (following,))
@@ -92,6 +95,17 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
                                               or err.kind == "INPLACE_ON_TENSOR"):
         return BreakPlan(instruction.offset, instruction.opname, (following,))
     raise _frame_only(err, f"{instruction.opname} cannot be resumed after")
+
+
+def _checkpoint_before(instrs: list[Any], at: Any, err: Unsupported) -> BreakPlan:
+    """A break inside a try body: the graph ends at the last checkpoint before the try
+    (an empty stack outside any block) and the rest of the frame runs in a resume function,
+    whose own trace finds nothing to capture before the try and runs eagerly (§2.11)."""
+    candidates = [c for c in analysis.checkpoints(instrs) if c.offset < at.offset]
+    if not candidates:
+        raise _frame_only(err, "the break is inside a try block with no earlier checkpoint")
+    checkpoint = candidates[-1]
+    return BreakPlan(checkpoint.offset, "CHECKPOINT", (checkpoint.offset,))
 
 
 def _frame_only(err: Unsupported, why: str) -> Unsupported:
@@ -131,60 +145,60 @@ def _tensors(var: Var) -> list[TensorVar]:
 
 
 def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
-               trampoline: Any) -> list[str]:
+               trampoline: Any, const: Any) -> list[str]:
     """The runner statements after the graph call (see Note [Graph break protocol]).
 
-    expr(var) renders a Var as a Python expression; make_resume(offset, n_stack, names)
-    returns the name under which the resume function is reachable from the runner;
-    trampoline(var) names a compiled wrapper for a user function called at the break (or
-    returns None to call the value itself).
+    expr(var) renders a Var as a Python expression; make_resume(offset, n_stack, names,
+    with_blocks) names the resume function for one target; trampoline(var) names a
+    compiled wrapper for a user function called at the break (or None to call the value
+    itself); const(value, hint) names any other object the statements need.
     """
     fn = tx.ctx.fn
-    lines: list[str] = []
-    if plan.opname == "CALL":
-        n_operands = _call_arity(tx) + 2
-    elif plan.opname in _STATEMENTS:
-        n_operands = _STATEMENTS[plan.opname][0]
-    else:
-        n_operands = 1
+    n_operands = {"CALL": _call_arity(tx) + 2 if plan.opname == "CALL" else 0,
+                  "CHECKPOINT": 0}.get(plan.opname, _STATEMENTS.get(plan.opname, (1,))[0])
     operands = tx.stack[len(tx.stack) - n_operands:]
     below = tx.stack[:len(tx.stack) - n_operands]
+    # the `__exit__` of each grad-mode `with` block around the break: the resume function
+    # re-enters the blocks itself, the native instruction runs in the innermost mode
+    exits = [v for v in below if isinstance(v, GradModeExitVar)]
+    below = [v for v in below if not isinstance(v, GradModeExitVar)]
+    with_blocks = tuple((set_grad_enabled, (e.enabled,)) for e in exits)
     if any(isinstance(v, NullVar) for v in below):
         raise Unsupported("UNSUPPORTED_BREAK", "a graph break inside the arguments of "
                           "another call", "split the expression into two statements")
-    for i, var in enumerate(below):
-        lines.append(f"__s{i} = {expr(var)}")
-    names_by_target = [live_names(fn, offset) for offset in plan.resume_offsets]
-    all_names = sorted({n for names in names_by_target for n in names})
-    for name in all_names:
+    lines = [f"__s{i} = {expr(var)}" for i, var in enumerate(below)]
+    # a name live on some path (e.g. through a with/except handler) but not bound yet at
+    # the break stays a plain, unbound local of the resume function, as in the original
+    names_by_target = [[n for n in live_names(fn, offset) if n in tx.locals]
+                       for offset in plan.resume_offsets]
+    for name in sorted({n for names in names_by_target for n in names}):
         if name in tx.locals:
             lines.append(f"__l_{name} = {expr(tx.locals[name])}")
     stack_args = [f"__s{i}" for i in range(len(below))]
-    if plan.opname == "CALL" or plan.opname in _STATEMENTS:
-        if plan.opname == "CALL":
-            lines.append(f"__r = {_render_call(tx, operands, expr, trampoline)}")
-            pushes = True
-        else:
-            lines += _render_statement(tx, operands, expr)
-            pushes = _STATEMENTS[plan.opname][1]
-        if pushes:
+
+    def resume_call(index: int, stack: list[str]) -> str:
+        resume = make_resume(plan.resume_offsets[index], len(stack), names_by_target[index],
+                             with_blocks)
+        args = stack + [_local_arg(tx, n) for n in names_by_target[index]]
+        return f"return {resume}({', '.join(args)})"
+
+    if plan.opname in _BRANCHES:
+        test = expr(operands[0]) if _BRANCHES[plan.opname] else f"not {expr(operands[0])}"
+        return lines + [f"if {test}:", f"    {resume_call(1, stack_args)}",
+                        resume_call(0, stack_args)]
+    if plan.opname == "CALL":
+        native = [f"__r = {_render_call(tx, operands, expr, trampoline)}"]
+        stack_args = stack_args + ["__r"]
+    elif plan.opname in _STATEMENTS:
+        native = _render_statement(tx, operands, expr)
+        if _STATEMENTS[plan.opname][1]:
             stack_args = stack_args + ["__r"]
-        resume = make_resume(plan.resume_offsets[0], len(stack_args), names_by_target[0])
-        args = stack_args + [_local_arg(tx, n) for n in names_by_target[0]]
-        lines.append(f"return {resume}({', '.join(args)})")
-        return lines
-    condition = expr(operands[0])
-    jump_if = _BRANCHES[plan.opname]
-    fallthrough, taken = (make_resume(offset, len(below), names)
-                          for offset, names in zip(plan.resume_offsets, names_by_target,
-                                                   strict=True))
-    fall_args = ", ".join(stack_args + [_local_arg(tx, n) for n in names_by_target[0]])
-    taken_args = ", ".join(stack_args + [_local_arg(tx, n) for n in names_by_target[1]])
-    test = condition if jump_if else f"not {condition}"
-    lines.append(f"if {test}:")
-    lines.append(f"    return {taken}({taken_args})")
-    lines.append(f"return {fallthrough}({fall_args})")
-    return lines
+    else:
+        native = []
+    if exits and native:
+        lines.append(f"with {const(set_grad_enabled, 'set_grad_enabled')}({exits[-1].enabled}):")
+        native = [f"    {line}" for line in native]
+    return lines + native + [resume_call(0, stack_args)]
 
 
 def _render_statement(tx: Translator, operands: list[Var], expr: Any) -> list[str]:
@@ -206,8 +220,6 @@ def _render_statement(tx: Translator, operands: list[Var], expr: Any) -> list[st
 
 
 def _local_arg(tx: Translator, name: str) -> str:
-    if name not in tx.locals:
-        raise Unsupported("UNSUPPORTED_BREAK", f"local {name!r} may be unbound at the break")
     return f"__l_{name}"
 
 
@@ -231,12 +243,13 @@ def _render_call(tx: Translator, operands: list[Var], expr: Any, trampoline: Any
     return f"{trampoline(callable_) or expr(callable_)}({', '.join(parts)})"
 
 
-def resume_function(fn: types.FunctionType, offset: int, n_stack: int,
-                    names: list[str]) -> types.FunctionType:
-    """A function running `fn`'s code from `offset` with `n_stack` stack values and `names`."""
+def resume_function(fn: types.FunctionType, offset: int, n_stack: int, names: list[str],
+                    with_blocks: tuple = ()) -> types.FunctionType:
+    """A function running `fn`'s code from `offset` with `n_stack` stack values and `names`,
+    re-entering `with_blocks` ((factory, args) per active grad-mode block) first."""
     line = _line_of(fn, offset)
     name = f"resume_in_{fn.__code__.co_name}_at_{line}"
-    code = build_resume_code(fn.__code__, offset, n_stack, names, name=name)
+    code = build_resume_code(fn.__code__, offset, n_stack, names, with_blocks, name=name)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
     closure = tuple(cells[n] for n in code.co_freevars) or None
     return types.FunctionType(code, fn.__globals__, name, None, closure)

@@ -242,8 +242,8 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
                         {k: to_python(tx, v) for k, v in kwargs.items()})
     if isinstance(fn, ObjectVar):
         return call_object(tx, fn, args, kwargs)
-    if isinstance(fn, (TensorVar, ConstVar)):
-        raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
+    if isinstance(fn, ConstVar) and callable(fn.value):  # e.g. a class in co_consts
+        return call_object(tx, ObjectVar(fn.value, source=fn.source), args, kwargs)
     raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
 
 

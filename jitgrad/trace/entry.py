@@ -187,7 +187,7 @@ class CompiledFunction:
                 raise
             plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
             result = trace_function(fn, args, kwargs, stop_at=plan.offset)
-            report.record_break(_break_reason(err))
+            break_reason = _break_reason(err)
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
             else _tensor_vars(result.output)
@@ -201,6 +201,8 @@ class CompiledFunction:
         guard_source = str(result.guards)
         run = self._build_runner(result, plan, graph, compiled)
         done = time.perf_counter()
+        if plan is not None:
+            report.record_break(break_reason)
         report.record_graph(graph)
         report.record_guards(guard_source)
         report.record_time("trace", traced - start)
@@ -220,16 +222,23 @@ class CompiledFunction:
         if plan is None:
             body = [f"return {expr(result.output)}"]
         else:
+            if plan.opname == "CHECKPOINT" and not any(
+                    n.op == "call_function" for n in graph.nodes):
+                refused = Unsupported("BREAK_IN_TRY", "nothing to capture before a try block "
+                                      "whose body cannot be traced", "the frame runs eagerly")
+                refused.location = result.stopped_at.location()
+                raise refused
             body = breaks.emit_break(result.stopped_at, plan, expr,
                                      lambda *spec: _named_const(env, self._resume(*spec)),
-                                     lambda var: self._trampoline(var, env))
+                                     lambda var: self._trampoline(var, env), env.const)
         return build_runner(fn, result.input_sources, body, compiled, env)
 
-    def _resume(self, offset: int, n_stack: int, names: list[str]) -> CompiledFunction:
+    def _resume(self, offset: int, n_stack: int, names: list[str],
+                with_blocks: tuple = ()) -> CompiledFunction:
         """The compiled resume function for one break target (made once per target)."""
-        key = (offset, n_stack, tuple(names))
+        key = (offset, n_stack, tuple(names), with_blocks)
         if key not in self._resumes:
-            fn = breaks.resume_function(self._function, offset, n_stack, names)
+            fn = breaks.resume_function(self._function, offset, n_stack, names, with_blocks)
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             self._resumes[key] = CompiledFunction(fn, self._backend, False)
         return self._resumes[key]

@@ -180,7 +180,7 @@ class TraceContext:
     def enter_grad_mode(self, enabled: bool) -> GradModeExitVar:
         previous = STATE.enabled
         self._set_grad_mode(enabled)
-        return GradModeExitVar(previous)
+        return GradModeExitVar(previous, enabled)
 
     def exit_grad_mode(self, exit_var: GradModeExitVar) -> Var:
         self._set_grad_mode(exit_var.previous)

@@ -101,9 +101,13 @@ class GradModeVar(Var):
 
 @dataclass(eq=False)
 class GradModeExitVar(Var):
-    """The bound `__exit__` a `with` block leaves on the stack; restores `previous`."""
+    """The bound `__exit__` a `with` block leaves on the stack; restores `previous`.
+
+    `enabled` is the mode inside the block (a graph break re-enters it).
+    """
 
     previous: bool
+    enabled: bool
 
 
 @dataclass(eq=False)

@@ -316,6 +316,49 @@ def test_c21_no_grad_region_in_one_graph():
     assert jg.is_grad_enabled()
 
 
+def test_c22_break_inside_no_grad_reenters_the_block_in_the_resume_function(capsys):
+    def f(x):
+        with jg.no_grad():
+            y = x * 2
+            print("grad enabled:", jg.is_grad_enabled())
+            z = y + 1
+        return z * x
+
+    x, x_eager = t(4, requires_grad=True), t(4, requires_grad=True)
+    report = jg.explain(f)(x)
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    assert capsys.readouterr().out == "grad enabled: False\n"
+    out, expected = jg.compile(f)(x), f(x_eager)
+    same(out, expected)
+    assert jg.is_grad_enabled()
+    out.sum().backward()
+    expected.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), x_eager.grad.numpy(), rtol=1e-6)
+
+
+def test_c23_break_inside_try_captures_up_to_the_checkpoint_before_it(capsys):
+    def f(x):
+        a = x + 1
+        b = a * 2
+        try:
+            c = b - 1
+            print("in try")
+            d = c * 3
+        except ValueError:
+            d = c
+        return d + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = jg.explain(f)(t(4))
+    assert report.graph_count == 1 and report.ops_per_graph == [2]
+    outcomes = [o.outcome for o in report.frame_outcomes]
+    assert outcomes == ["compiled", "eager"], "the rest of the frame runs eagerly"
+    assert "try block" in report.frame_outcomes[1].reason
+    same(report.result, f(t(4)))
+    assert capsys.readouterr().out == "in try\n" * 2
+
+
 def test_c24_break_inside_a_loop_runs_the_frame_eagerly():
     printed = []
 
