@@ -197,7 +197,10 @@ def exn_blocks(instrs: list[Instr], instr: Instr) -> list[ExnBlock]:
     (COPY 3; POP_EXCEPT; RERAISE 1), which is skipped; any other handler not directly
     after a block marks exception-handling code ("except").
     """
-    index = _indexes(instrs)
+    return _exn_blocks(instrs, _indexes(instrs), instr)
+
+
+def _exn_blocks(instrs: list[Instr], index: dict[Instr, int], instr: Instr) -> list[ExnBlock]:
     blocks = []
     after_block = False
     seen: set[Instr] = set()
@@ -225,6 +228,7 @@ def checkpoints(instrs: list[Instr]) -> list[Instr]:
     block, not in a loop, after the function's `RESUME`. In code order."""
     depths = stack_depths(instrs)
     in_loops = _in_loops(instrs)
+    index = _indexes(instrs)
     resume = next(i for i, instr in enumerate(instrs) if instr.opname == "RESUME")
-    return [instr for instr in instrs[resume + 1:]
-            if depths.get(instr) == 0 and instr not in in_loops and not exn_blocks(instrs, instr)]
+    return [instr for instr in instrs[resume + 1:] if depths.get(instr) == 0
+            and instr not in in_loops and not _exn_blocks(instrs, index, instr)]

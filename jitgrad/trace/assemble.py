@@ -58,6 +58,7 @@ class _Tables:
         self.consts = list(options["co_consts"])
         self.names = list(options["co_names"])
         self.varnames = list(options["co_varnames"])
+        self._varname_set = set(self.varnames)
         self.cellvars = tuple(options["co_cellvars"])
         self.freevars = tuple(options["co_freevars"])
         self._const_index: dict[int, int] = {}
@@ -82,7 +83,8 @@ class _Tables:
         return self._name_index[name]
 
     def add_local(self, name: str) -> None:
-        if name not in self.varnames:
+        if name not in self._varname_set:
+            self._varname_set.add(name)
             self.varnames.append(name)
 
     def localsplus(self) -> tuple[str, ...]:
