@@ -118,9 +118,7 @@ def _build(
         raise ValueError(f"{code.co_qualname} is a generator or coroutine; its frames cannot "
                          "be resumed from a new function")
     instrs = decode(code)
-    start = next((instr for instr in instrs if instr.offset == offset), None)
-    if start is None:
-        raise ValueError(f"no instruction of {code.co_qualname} starts at offset {offset}")
+    start = _instruction_at(code, instrs, offset)
     depth = stack_depths(instrs).get(start)
     if depth is None:
         raise ValueError(f"{start!r} at offset {offset} of {code.co_qualname} is unreachable")
@@ -153,6 +151,21 @@ def _build(
         co_varnames=tuple(args + [v for v in code.co_varnames if v not in args and v not in cells]),
         co_cellvars=(), co_freevars=cells, co_name=name, co_qualname=name)
     return assemble(_prefix(instrs, len(cells)) + prologue + _body(instrs), options)
+
+
+def _instruction_at(code: types.CodeType, instrs: list[Instr], offset: int | None) -> Instr:
+    """The instruction starting at byte `offset`, which may be the offset of its EXTENDED_ARG
+    prefix (as `dis` reports jump targets); it must come after the function's RESUME."""
+    start = next((instr for instr in instrs if offset is not None and instr.offset >= offset),
+                 None)
+    prefix = code.co_code[offset:start.offset:2] if start is not None else b""
+    if start is None or any(op != bc.EXTENDED_ARG for op in prefix):
+        raise ValueError(f"no instruction of {code.co_qualname} starts at offset {offset}")
+    resume = next(i for i, instr in enumerate(instrs) if instr.opname == "RESUME")
+    if instrs.index(start) <= resume:
+        raise ValueError(f"offset {offset} of {code.co_qualname} is in the prologue "
+                         f"({start.opname}); resume at an instruction after RESUME")
+    return start
 
 
 def _line_of(instrs: list[Instr], start: Instr, firstlineno: int) -> int:

@@ -3,6 +3,7 @@ original function: at every checkpoint, with live stack values (NULLs included),
 re-entered `with` blocks (exceptions after the jump still run `__exit__`), inside a `try`,
 and with closures whose cells keep seeing updates."""
 
+import dis
 import types
 
 import pytest
@@ -88,7 +89,7 @@ def _with_known_ctx(x):
 
 def _many_locals_fn():
     source = ["def big(x):"] + [f"    v{i} = x + {i}" for i in range(280)]
-    source += ["    if x > 0:", "        v0 = -v0", "    return v0 + v279 + v140"]
+    source += ["    if x > 0:", "        v0 = -v0", "    return v279 + v0 + v140"]
     namespace = {}
     exec(compile("\n".join(source), "<big>", "exec"), namespace)
     return namespace["big"]
@@ -424,11 +425,25 @@ def _after_call(fn):
     (lambda: build_resume_code(_call_mid.__code__, _after_call(_call_mid), 2, [],
                                null_slots={5}),
      r"null slots \[5\] outside the 2 stack values"),
-], ids=["generator", "offset", "missing_with", "stack_count", "unknown_name", "null_slot"])
+    (lambda: build_resume_code(_call_mid.__code__, 0, 0, []),
+     "offset 0 of _call_mid is in the prologue"),
+    (lambda: build_resume_code(_call_mid.__code__, 1000, 0, []),
+     "no instruction of _call_mid starts at offset 1000"),
+], ids=["generator", "offset", "missing_with", "stack_count", "unknown_name", "null_slot",
+        "prologue", "past_the_end"])
 def test_impossible_resume_points_are_refused(build, message):
     clear_resume_cache()
     with pytest.raises(ValueError, match=message):
         build()
+
+
+def test_jump_target_offset_of_an_extended_arg_prefix_names_its_instruction():
+    big = _many_locals_fn()
+    raw = list(dis.get_instructions(big))
+    jump = next(r for r in raw if r.opname == "POP_JUMP_FORWARD_IF_FALSE")
+    assert next(r for r in raw if r.offset == jump.argval).opname == "EXTENDED_ARG"
+    code = build_resume_code(big.__code__, jump.argval, 0, ["v0", "v140", "v279"])
+    assert _resume_fn(big, code)(1, 2, 3) == 3 + 1 + 2  # return v279 + v0 + v140
 
 
 def test_unreachable_target_is_refused():
