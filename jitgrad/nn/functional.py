@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager.grad_mode import no_grad
 from jitgrad.eager.ops import activation, linalg, nn_ops, pointwise, shape
 from jitgrad.eager.ops import reduction as reduce_ops
 from jitgrad.eager.ops.activation import gelu, logsigmoid, sigmoid, softplus
-from jitgrad.eager.ops.comparison import where
+from jitgrad.eager.ops.comparison import clamp_min, where
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.linalg import linear
 from jitgrad.eager.ops.nn_ops import embedding, layer_norm, log_softmax, nll_loss, softmax
@@ -213,6 +214,34 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 # ----- encodings, attention, padding, dropout --------------------------------------------
 
 
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean", log_target: bool = False
+           ) -> Tensor:
+    """KL(target || exp(input)) elementwise: target * (log target - input), 0 where target is 0.
+
+    input holds log-probabilities; target probabilities (log-probabilities if log_target).
+    reduction "batchmean" (the mathematical KL divergence) sums and divides by input.size(0);
+    "mean" averages over every element and warns, as PyTorch does.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = _reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    elif reduction not in ("batchmean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = pointwise.exp(target) * (target - input)
+    else:  # xlogy(target, target) - target * input
+        loss = where(target == 0, 0.0, target * pointwise.log(target)) - target * input
+    if reduction == "batchmean":
+        total = reduce_ops.sum(loss)
+        return total / input.shape[0] if input.ndim else total
+    return _reduce(loss, reduction)
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding: shape tensor.shape + (num_classes,).
 
@@ -310,6 +339,34 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input * Tensor._make(mask)
 
 
+# ----- similarity --------------------------------------------------------------------------
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """input / max(||input||_p along dim, eps): unit-norm slices (zero slices stay zero)."""
+    denom = clamp_min(_norm_keepdim(input, p, dim), eps)
+    return input / denom
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1/||x1|| * x2/||x2||) along `dim` (broadcast first), each norm at least `eps`.
+
+    As PyTorch, the eps clamp is applied without recording it, so the gradient flows
+    through the unclamped norms; the result stays within [-1, 1].
+    """
+    x1, x2 = shape.broadcast_tensors(x1, x2)
+    n1, n2 = _norm_keepdim(x1, 2, dim).clone(), _norm_keepdim(x2, 2, dim).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return reduce_ops.sum((x1 / n1) * (x2 / n2), dim)
+
+
+def _norm_keepdim(input: Tensor, p: float, dim: int) -> Tensor:
+    """The p-norm of `input` along `dim`, kept as a size-1 dim."""
+    return reduce_ops.norm(input, p, dim, keepdim=True)
+
+
 # ----- activations with PyTorch's `inplace` flag ------------------------------------------
 
 
@@ -356,5 +413,5 @@ __all__ = [
     "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "one_hot", "scaled_dot_product_attention", "pad",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "softplus", "elu", "hardtanh", "logsigmoid",
-    "sigmoid", "tanh",
+    "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity",
 ]

@@ -475,3 +475,66 @@ def test_leaky_relu_and_silu_modules_honour_inplace():
     y = jg.tensor([0.0, 1.0])
     assert nn.SiLU(inplace=True)(y) is y
     np.testing.assert_allclose(y.numpy(), [0.0, 1 / (1 + math.exp(-1))], rtol=1e-6)
+
+
+# ----- normalize / cosine_similarity / kl_div --------------------------------------------
+
+def _value_and_grads(fn, *values):
+    """fn's output and the grads of sum(out * [1, 2, ...]) (out itself if 0-d)."""
+    tensors = [jg.tensor(v, requires_grad=True) for v in values]
+    out = fn(*tensors)
+    weights = jg.arange(1, out.numel() + 1).view(out.shape).float()
+    (out if out.ndim == 0 else (out * weights).sum()).backward()
+    return out.detach().numpy(), [t.grad.numpy() for t in tensors]
+
+
+# (name, fn, inputs, output, grads) printed by torch 2.13
+SIMILARITY_CASES = [
+    ("normalize", lambda x: F.normalize(x), ([[3.0, 4.0], [0.0, 0.0]],),
+     [[0.6, 0.8], [0.0, 0.0]], [[[-0.064, 0.048], [3e12, 4e12]]]),
+    ("normalize-p1-dim0", lambda x: F.normalize(x, p=1, dim=0), ([[3.0, -4.0], [1.0, 0.0]],),
+     [[0.75, -1.0], [0.25, 0.0]], [[[-0.125, 0.0], [0.375, 1.0]]]),
+    ("cosine", lambda a, b: F.cosine_similarity(a, b),
+     ([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], [[4.0, 5.0, 6.0], [1.0, 1.0, 1.0]]),
+     [0.9746317863464355, 0.0],
+     [[[0.0522124245762825, 0.013053104281425476, -0.02610619366168976],
+       [115470056.0, 115470056.0, 115470056.0]],
+      [[-0.020172981545329094, -0.002373289316892624, 0.015426397323608398], [0.0, 0.0, 0.0]]]),
+    ("cosine-broadcast", lambda a, b: F.cosine_similarity(a, b, dim=-1),
+     ([[1.0, 2.0, 3.0], [-1.0, 0.0, 2.0]], [[4.0, 5.0, 6.0]]),
+     [0.9746317863464355, 0.4077177345752716],
+     [[[0.0522124245762825, 0.013053104281425476, -0.02610619366168976],
+       [0.5708048343658447, 0.5096471905708313, 0.28540247678756714]],
+      [[-0.16446271538734436, -0.05532364174723625, 0.15574485063552856]]]),
+    ("kl-batchmean", lambda x, t: F.kl_div(x.log_softmax(1), t, reduction="batchmean"),
+     ([[1.0, 2.0, 3.0], [0.0, 0.0, 1.0]], [[0.0, 0.5, 0.5], [0.2, 0.3, 0.5]]),
+     0.11812523007392883,
+     [[[0.04501529037952423, -0.12763574719429016, 0.08262050151824951],
+       [0.005970768630504608, -0.04402923583984375, 0.038058459758758545]],
+      [[math.nan, 0.8572293519973755, 0.3572293817996979],
+       [0.4710034132003784, 0.6737359762191772, 0.42914876341819763]]]),
+    ("kl-none", lambda x, t: F.kl_div(x.log_softmax(1), t, reduction="none"),
+     ([[1.0, 2.0, 3.0]], [[0.0, 0.5, 0.5]]), [[0.0, 0.3572293519973755, -0.14277061820030212]],
+     [[[0.22507645189762115, -0.3881787657737732, 0.16310250759124756]],
+      [[math.nan, 3.428917407989502, 2.143376350402832]]]),
+    ("kl-log-target", lambda x, t: F.kl_div(x.log_softmax(1), t.log_softmax(1), reduction="sum",
+                                            log_target=True),
+     ([[1.0, 2.0, 3.0]], [[0.0, 1.0, 2.0]]), 0.0, [[[0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0]]]),
+]
+
+
+@pytest.mark.parametrize("name, fn, inputs, output, expected_grads", SIMILARITY_CASES,
+                         ids=[case[0] for case in SIMILARITY_CASES])
+def test_similarity_and_kl_div_match_torch(name, fn, inputs, output, expected_grads):
+    out, grads = _value_and_grads(fn, *inputs)
+    np.testing.assert_allclose(out, output, rtol=2e-6, atol=1e-6)
+    for grad, expected in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(grad, expected, rtol=2e-6, atol=1e-6)
+
+
+def test_kl_div_mean_warns_and_rejects_unknown_reductions():
+    with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
+        loss = F.kl_div(jg.tensor([[-1.0, -2.0]]), jg.tensor([[0.5, 0.5]]))
+    assert loss.item() == pytest.approx(0.4034264087677002, rel=1e-6)
+    with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
+        F.kl_div(jg.zeros(2), jg.zeros(2), reduction="avg")
