@@ -81,9 +81,9 @@ def stack_depths(instrs: list[Instr]) -> dict[Instr, int]:
             arrivals.append((fall, depth + bc.stack_effect(instr.opcode, instr.arg, False)))
         if jump is not None:
             arrivals.append((jump, depth + bc.stack_effect(instr.opcode, instr.arg, True)))
+        entry = instr.exn_entry
         handler = _handler_index(instr, index)
-        if handler is not None:
-            entry = instr.exn_entry
+        if entry is not None and handler is not None:
             if depth < entry.depth:
                 raise ValueError(f"{instr!r} at stack depth {depth} is covered by a handler "
                                  f"that expects depth {entry.depth}")
@@ -135,8 +135,9 @@ def livevars(instrs: list[Instr], start: Instr) -> set[str]:
                 if j is not None:
                     live_out |= live_in[j]
             new = uses[i] | (live_out & ~kills[i])
-            if handlers[i] is not None:  # the write may not have happened when it raises
-                new |= live_in[handlers[i]]
+            handler = handlers[i]
+            if handler is not None:  # the write may not have happened when it raises
+                new |= live_in[handler]
             if new != live_in[i]:
                 live_in[i] = new
                 changed = True
@@ -149,8 +150,9 @@ def _in_loops(instrs: list[Instr]) -> set[Instr]:
     index = _indexes(instrs)
     starts_minus_ends = [0] * (len(instrs) + 1)
     for i, instr in enumerate(instrs):
-        if instr.opcode in bc.JUMPS and index[instr.target] <= i:
-            starts_minus_ends[index[instr.target]] += 1
+        target = instr.target
+        if target is not None and index[target] <= i:
+            starts_minus_ends[index[target]] += 1
             starts_minus_ends[i + 1] -= 1
     inside: set[Instr] = set()
     open_spans = 0

@@ -141,7 +141,9 @@ def _layout(
         grew = False
         for i in jumps:
             after = starts[i] + bc.instruction_units(instrs[i].opcode, args[i])
-            target = starts[index[instrs[i].target]]
+            jump_target = instrs[i].target
+            assert jump_target is not None, "checked by stack_depths"
+            target = starts[index[jump_target]]
             opnames[i] = _directed(instrs[i], forward=target >= after)
             new_arg = abs(target - after)
             grew |= bc.extended_arg_count(new_arg) > bc.extended_arg_count(args[i])

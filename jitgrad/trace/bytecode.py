@@ -31,7 +31,9 @@ RETURN_GENERATOR: int = OPMAP["RETURN_GENERATOR"]
 
 # Inline CACHE code units that follow an instruction (zeros in `co_code`), by opcode.
 CACHE_ENTRIES: dict[int, int] = {
-    op: count for op, count in enumerate(opcode._inline_cache_entries) if count
+    op: count
+    for op, count in enumerate(opcode._inline_cache_entries)  # type: ignore[attr-defined]
+    if count
 }
 
 # Which argument space an opcode's oparg indexes.
@@ -78,7 +80,7 @@ GENERATOR_FLAGS = (
 )
 
 # `BINARY_OP n`: n indexes this table of (NB_* name, operator symbol); 13.. are in-place.
-BINARY_OPS: list[tuple[str, str]] = list(dis._nb_ops)
+BINARY_OPS: list[tuple[str, str]] = list(dis._nb_ops)  # type: ignore[attr-defined]
 # `COMPARE_OP n`: n indexes this table.
 COMPARE_OPS: tuple[str, ...] = tuple(dis.cmp_op)
 

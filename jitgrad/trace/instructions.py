@@ -118,6 +118,7 @@ def decode(code: types.CodeType) -> list[Instr]:
     bc.check_version()
     instrs: list[Instr] = []
     at_offset: dict[int, Instr] = {}  # every byte offset an instruction starts at, prefixes too
+    jump_offsets: list[tuple[int, int]] = []  # (index in instrs, target byte offset)
     prefix_offsets: list[int] = []
     prefix_line: int | None = None
     for raw in dis.get_instructions(code):
@@ -125,20 +126,20 @@ def decode(code: types.CodeType) -> list[Instr]:
             prefix_offsets.append(raw.offset)
             prefix_line = prefix_line or raw.starts_line
             continue
-        jump = raw.opcode in bc.JUMPS
-        # dis leaves KW_NAMES' constant unresolved ("<unknown>"): read it from co_consts
-        argval = code.co_consts[raw.arg] if raw.opcode in bc.HASCONST else raw.argval
-        instr = Instr(raw.opname, raw.arg, None if jump else argval, raw.offset,
-                      raw.starts_line or prefix_line, raw.positions)
-        if jump:
-            instr.target = raw.argval  # byte offset for now, resolved below
+        argval = raw.argval
+        if raw.opcode in bc.HASCONST:  # dis leaves KW_NAMES' tuple as "<unknown>"
+            argval = code.co_consts[raw.arg or 0]
+        elif raw.opcode in bc.JUMPS:  # the target goes in `target`, resolved below
+            jump_offsets.append((len(instrs), raw.argval))
+            argval = None
+        instr = Instr(raw.opname, raw.arg, argval, raw.offset, raw.starts_line or prefix_line,
+                      raw.positions)
         for offset in [*prefix_offsets, raw.offset]:
             at_offset[offset] = instr
         prefix_offsets, prefix_line = [], None
         instrs.append(instr)
-    for instr in instrs:
-        if instr.target is not None:
-            instr.target = at_offset[instr.target]
+    for index, target_offset in jump_offsets:
+        instrs[index].target = at_offset[target_offset]
     _attach_exception_entries(code, instrs, at_offset)
     return instrs
 
@@ -146,7 +147,7 @@ def decode(code: types.CodeType) -> list[Instr]:
 def _attach_exception_entries(
     code: types.CodeType, instrs: list[Instr], at_offset: Mapping[int, Instr]
 ) -> None:
-    offsets = [instr.offset for instr in instrs]
+    offsets = [instr.offset or 0 for instr in instrs]  # all set by decode
     for row in bc.decode_exception_table(code.co_exceptiontable):
         first = bisect.bisect_left(offsets, row.start * 2)
         stop = bisect.bisect_left(offsets, row.end * 2)
@@ -217,8 +218,14 @@ def create_call(nargs: int, kw_names: Iterable[str] = ()) -> list[Instr]:
     The stack must hold `[NULL, callable, *values]` or `[callable, self, *values]`;
     `[KW_NAMES names] PRECALL n; CALL n` leaves the result in their place.
     """
-    return [create_instr(name, argval=value) if name == "KW_NAMES" else create_instr(name, value)
-            for name, value in bc.call_sequence(nargs, tuple(kw_names))]
+    out = []
+    for name, value in bc.call_sequence(nargs, tuple(kw_names)):
+        if name == "KW_NAMES":
+            out.append(create_instr(name, argval=value))
+        else:
+            assert isinstance(value, int), "PRECALL and CALL take the value count"
+            out.append(create_instr(name, value))
+    return out
 
 
 def _variable_kind(name: str, code_options: Mapping[str, Any]) -> str:

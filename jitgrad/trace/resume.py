@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from jitgrad.trace import bytecode as bc
-from jitgrad.trace.analysis import exn_blocks, stack_depths
+from jitgrad.trace.analysis import ExnBlock, exn_blocks, stack_depths
 from jitgrad.trace.assemble import assemble, code_options
 from jitgrad.trace.instructions import (
     ExnEntry,
@@ -117,49 +117,55 @@ def _build(
     if code.co_flags & bc.GENERATOR_FLAGS:
         raise ValueError(f"{code.co_qualname} is a generator or coroutine; its frames cannot "
                          "be resumed from a new function")
-    instrs = decode(code)
-    start = _instruction_at(code, instrs, offset)
-    depth = stack_depths(instrs).get(start)
-    if depth is None:
-        raise ValueError(f"{start!r} at offset {offset} of {code.co_qualname} is unreachable")
-    withs = [block for block in exn_blocks(instrs, start) if block.kind == "with"]
-    if len(withs) != len(with_blocks) or depth != n_stack + len(withs):
-        raise ValueError(
-            f"at offset {offset} of {code.co_qualname} the stack holds {depth} values, "
-            f"{len(withs)} of them `with` exits; got {n_stack} stack values and "
-            f"{len(with_blocks)} with re-entries")
     if not null_slots <= set(range(n_stack)):
         raise ValueError(f"null slots {sorted(null_slots)} outside the {n_stack} stack values")
+    instrs = decode(code)
+    start = _instruction_at(code, instrs, offset)
+    depth, withs = _stack_at(code, instrs, start, n_stack, len(with_blocks))
     cells = resume_freevars(code)
     locals_in = [n for n in live_names if n not in cells]
     unknown = [n for n in locals_in if n not in code.co_varnames]
     if unknown:
         raise ValueError(f"live names {unknown} are not variables of {code.co_qualname}")
     line = _line_of(instrs, start, code.co_firstlineno)
-    name = name or f"resume_in_{code.co_name}_at_{line}"
-    stack_args = [f"___stack{i}" for i in range(n_stack) if i not in null_slots]
-    positions = dis.Positions(line, line, None, None)
     prologue = _prologue(start, depth, n_stack, null_slots,
                          list(zip(withs, with_blocks, strict=True)))
     for instr in prologue:
-        instr.positions = positions
+        instr.positions = dis.Positions(line, line, None, None)
+    args = [f"___stack{i}" for i in range(n_stack) if i not in null_slots] + locals_in
     options = code_options(code)
-    args = stack_args + locals_in
     options.update(
         co_argcount=len(args), co_posonlyargcount=0, co_kwonlyargcount=0,
         co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS),
         co_varnames=tuple(args + [v for v in code.co_varnames if v not in args and v not in cells]),
-        co_cellvars=(), co_freevars=cells, co_name=name, co_qualname=name)
+        co_cellvars=(), co_freevars=cells)
+    options["co_name"] = options["co_qualname"] = name or f"resume_in_{code.co_name}_at_{line}"
     return assemble(_prefix(instrs, len(cells)) + prologue + _body(instrs), options)
+
+
+def _stack_at(
+    code: types.CodeType, instrs: list[Instr], start: Instr, n_stack: int, n_withs: int
+) -> tuple[int, list[ExnBlock]]:
+    """Stack depth at `start` and its active with blocks, checked against the request."""
+    depth = stack_depths(instrs).get(start)
+    if depth is None:
+        raise ValueError(f"{start!r} at offset {start.offset} of {code.co_qualname} is "
+                         "unreachable")
+    withs = [block for block in exn_blocks(instrs, start) if block.kind == "with"]
+    if len(withs) != n_withs or depth != n_stack + len(withs):
+        raise ValueError(
+            f"at offset {start.offset} of {code.co_qualname} the stack holds {depth} values, "
+            f"{len(withs)} of them `with` exits; got {n_stack} stack values and "
+            f"{n_withs} with re-entries")
+    return depth, withs
 
 
 def _instruction_at(code: types.CodeType, instrs: list[Instr], offset: int | None) -> Instr:
     """The instruction starting at byte `offset`, which may be the offset of its EXTENDED_ARG
     prefix (as `dis` reports jump targets); it must come after the function's RESUME."""
-    start = next((instr for instr in instrs if offset is not None and instr.offset >= offset),
-                 None)
-    prefix = code.co_code[offset:start.offset:2] if start is not None else b""
-    if start is None or any(op != bc.EXTENDED_ARG for op in prefix):
+    start = next((instr for instr in instrs if offset is not None and instr.offset is not None
+                  and instr.offset >= offset), None)
+    if start is None or any(op != bc.EXTENDED_ARG for op in code.co_code[offset:start.offset:2]):
         raise ValueError(f"no instruction of {code.co_qualname} starts at offset {offset}")
     resume = next(i for i, instr in enumerate(instrs) if instr.opname == "RESUME")
     if instrs.index(start) <= resume:
@@ -195,7 +201,7 @@ def _body(instrs: list[Instr]) -> list[Instr]:
 
 def _prologue(
     start: Instr, depth: int, n_stack: int, null_slots: set[int],
-    withs: list[tuple[Any, WithReentry]],
+    withs: list[tuple[ExnBlock, WithReentry]],
 ) -> list[Instr]:
     """Rebuild the `depth` stack slots and jump to `start`: `__exit__` of re-entered with
     blocks at slot `block.depth - 1`, stack arguments (or NULLs) everywhere else.
