@@ -120,6 +120,9 @@ class Tensor:
                  "__weakref__", "__dict__")
 
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
+    # True only for the compiler's 0-d stand-ins of Python numbers (trace.fake.FakeNumber),
+    # which type promotion treats as weak scalars
+    _weak_scalar = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
         from jitgrad.eager.ops.creation import legacy_tensor_constructor

@@ -33,7 +33,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.trace import breaks, report
 from jitgrad.trace.backends import lookup_backend
-from jitgrad.trace.fake import Unsupported
+from jitgrad.trace.fake import Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import explain_failure
 from jitgrad.trace.sources import FrameValues, Source
@@ -74,6 +74,7 @@ class CodeCache:
     def __init__(self) -> None:
         self.entries: list[CacheEntry] = []
         self.compiles = 0
+        self.dynamic_numbers: frozenset[Source] = frozenset()  # Note [Unspecialized numbers]
         self.eager_reason: str | None = None  # set when the frame runs eagerly from now on
 
 
@@ -168,6 +169,11 @@ class CompiledFunction:
     def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
         failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
         reason = f"{self._qualname()}: {failed}" if failed is not None else self._qualname()
+        guard = failed.guard if failed is not None else None
+        if guard is not None and guard.kind.name == "EQUALS_MATCH" and \
+                type(guard.expected) in (int, float):
+            cache.dynamic_numbers = cache.dynamic_numbers | {guard.source}
+            reason += "; it becomes a graph input"
         report.record_recompile(f"recompiling {reason}")
         if cache.compiles >= config.RECOMPILE_LIMIT or _TOTAL["compiles"] >= \
                 config.TOTAL_RECOMPILE_LIMIT:
@@ -180,20 +186,23 @@ class CompiledFunction:
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
         fn = self._function
+        dynamic = cache_for(fn.__code__).dynamic_numbers
         try:
-            result, plan = trace_function(fn, args, kwargs), None
+            result, plan = trace_function(fn, args, kwargs, dynamic_numbers=dynamic), None
         except Unsupported as err:
             if self._fullgraph:
                 raise
             plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
-            result = trace_function(fn, args, kwargs, stop_at=plan.offset)
+            result = trace_function(fn, args, kwargs, stop_at=plan.offset,
+                                    dynamic_numbers=dynamic)
             break_reason = _break_reason(err)
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
             else _tensor_vars(result.output)
         graph = _finish_graph(result.graph, tensors)
         frame = FrameValues.bind(fn, args, kwargs)
-        example_inputs = [source.get(frame) for source in result.input_sources]
+        example_inputs = [number_tensor(source.get(frame)) if source in result.number_sources
+                          else source.get(frame) for source in result.input_sources]
         graph_module = GraphModule(graph)
         compiled = self._backend(graph_module, example_inputs)
         backend_done = time.perf_counter()
@@ -231,7 +240,10 @@ class CompiledFunction:
             body = breaks.emit_break(result.stopped_at, plan, expr,
                                      lambda *spec: _named_const(env, self._resume(*spec)),
                                      lambda var: self._trampoline(var, env), env.const)
-        return build_runner(fn, result.input_sources, body, compiled, env)
+        number = env.const(number_tensor, "number_tensor")
+        inputs = [f"{number}({source.reconstruct(env)})" if source in result.number_sources
+                  else source.reconstruct(env) for source in result.input_sources]
+        return build_runner(fn, inputs, body, compiled, env)
 
     def _resume(self, offset: int, n_stack: int, names: list[str],
                 with_blocks: tuple = ()) -> CompiledFunction:
@@ -422,15 +434,15 @@ def _signature_source(fn: types.FunctionType) -> str:
     return ", ".join(parts)
 
 
-def build_runner(fn: types.FunctionType, inputs: list[Source], body: list[str],
+def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
                  compiled: Callable[..., Any], env: _RunnerEnv) -> Callable[..., Any]:
     """Generate the entry's runner with `fn`'s signature (see the module docstring).
 
-    body: the statements after the graph call (`return <rebuilt output>`, or the break's
-    native instruction and resume call).
+    inputs: the expression of each graph input; body: the statements after the graph call
+    (`return <rebuilt output>`, or the break's native instruction and resume call).
     """
     env.namespace["__graph"] = compiled
-    call_args = ", ".join(source.reconstruct(env) for source in inputs)
+    call_args = ", ".join(inputs)
     name = "__jg_run_" + "".join(c if c.isalnum() else "_" for c in fn.__code__.co_name)
     lines = [f"def {name}({_signature_source(fn)}):", f"    __out = __graph({call_args})"]
     lines += [f"    {line}" for line in body]

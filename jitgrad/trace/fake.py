@@ -96,6 +96,23 @@ class FakeTensor(Tensor):
         return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
 
 
+class FakeNumber(FakeTensor):
+    """A Python number that became a graph input after its value changed (DESIGN.md: numbers
+    specialize once, then are unspecialized). A 0-d float64/int64/bool tensor at run time,
+    promoted as a weak Python scalar, so results keep eager's dtypes and values."""
+
+    __slots__ = ()
+    _weak_scalar = True
+
+
+def number_tensor(value: int | float | bool) -> Tensor:
+    """The 0-d tensor a FakeNumber placeholder receives for a Python number."""
+    return Tensor._make(np.asarray(value, dtype=_NUMBER_DTYPES[type(value)]))
+
+
+_NUMBER_DTYPES = {bool: np.bool_, int: np.int64, float: np.float64}
+
+
 class OpRecorder:
     """Turns `apply_op` calls into graph nodes while tracing (callable as `STATE.recorder`).
 

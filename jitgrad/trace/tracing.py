@@ -26,7 +26,15 @@ import numpy as np
 
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.fake import FakeTensor, OpRecorder, Unsupported, recording, run_eagerly
+from jitgrad.trace.fake import (
+    FakeNumber,
+    FakeTensor,
+    OpRecorder,
+    Unsupported,
+    number_tensor,
+    recording,
+    run_eagerly,
+)
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.guards import Guard, GuardSet, KeysMatch, LengthMatch, TensorMatch
 from jitgrad.trace.sources import (
@@ -70,13 +78,16 @@ class TraceResult:
     input_sources: list[Source]
     output: Var | None
     stopped_at: Translator | None = None
+    number_sources: frozenset[Source] = frozenset()  # inputs that are Python numbers
 
 
 class TraceContext:
     """Graph, guards and lifted inputs of one trace (see Note [Lifted inputs])."""
 
-    def __init__(self, fn: types.FunctionType) -> None:
+    def __init__(self, fn: types.FunctionType, dynamic_numbers: frozenset[Source]) -> None:
         self.fn = fn
+        self.dynamic_numbers = dynamic_numbers  # see Note [Unspecialized numbers]
+        self.number_sources: set[Source] = set()
         self.graph = Graph()
         self.guards = GuardSet()
         self.recorder = OpRecorder(self.graph, self.constant_node)
@@ -117,6 +128,8 @@ class TraceContext:
             return TensorVar(value)
         if isinstance(value, Tensor):
             return TensorVar(self.lift(value, source))
+        if type(value) in (int, float) and source in self.dynamic_numbers:
+            return TensorVar(self.lift_number(value, source))
         if isinstance(value, (int, float, bool, str, type(None), complex)):
             return ConstVar(value, source=source)
         if type(value) in (tuple, list):
@@ -147,6 +160,26 @@ class TraceContext:
         self._lifted[id(tensor)] = fake
         self._lift_sources[id(tensor)] = source
         self.input_sources.append(source)
+        return fake
+
+    def lift_number(self, value: int | float, source: Source) -> FakeTensor:
+        """A graph input for a number whose value changed between calls.
+
+        Note [Unspecialized numbers]: a Python number read from outside is first a trace
+        constant guarded by its value; when a recompile is caused by that value changing,
+        the source is marked dynamic and later traces make it a FakeNumber placeholder
+        guarded only by its type (the runner passes it as a 0-d tensor). Using it as a
+        Python value (a branch, range()) is then data-dependent, i.e. a graph break.
+        """
+        fake = self._lifted.get(id(source))
+        if fake is None:
+            self._guard("TYPE_MATCH", source, type(value))
+            node = self.graph.placeholder(_placeholder_name(source))
+            example = number_tensor(value)
+            fake = FakeNumber.of(node, (), example._data.dtype, False)
+            self._lifted[id(source)] = fake
+            self.input_sources.append(source)
+            self.number_sources.add(source)
         return fake
 
     def constant_tensor(self, tensor: Tensor) -> FakeTensor:
@@ -379,13 +412,15 @@ def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: 
 
 
 def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
-                   stop_at: int | None = None) -> TraceResult:
+                   stop_at: int | None = None,
+                   dynamic_numbers: frozenset[Source] = frozenset()) -> TraceResult:
     """Trace one call of `fn` (see the module docstring). Raises Unsupported.
 
     stop_at: the offset of a root-frame instruction to stop before (a graph break found
     by an earlier trace); the result then carries the stopped Translator.
+    dynamic_numbers: sources of numbers to take as graph inputs (Note [Unspecialized numbers]).
     """
-    ctx = TraceContext(fn)
+    ctx = TraceContext(fn, dynamic_numbers)
     ctx._guard("GRAD_MODE", GradModeSource(), STATE.enabled)
     code = fn.__code__
     params = bind_arguments(code, tuple(ConstVar(v) for v in fn.__defaults__ or ()),
@@ -408,4 +443,4 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
         if STATE.enabled != entry_mode:
             set_grad_mode(entry_mode)
     return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
-                       tx if tx.stopped else None)
+                       tx if tx.stopped else None, frozenset(ctx.number_sources))

@@ -85,6 +85,15 @@ def test_c04_requires_grad_change_recompiles():
     assert compiles_per_call(f, [(t(4),), (t(4, requires_grad=True),)]) == [1, 1]
 
 
+def test_c05_number_specializes_once_then_becomes_a_graph_input():
+    def f(x, n):
+        return x * n
+
+    x = t(4)
+    assert compiles_per_call(f, [(x, 2), (x, 3), (x, 4), (x, 10)]) == [1, 1, 0, 0]
+    assert compiles_per_call(f, [(jg.arange(4), 5)]) == [1], "int tensor: new dtype"
+
+
 def test_c06_string_flags_hit_the_recompile_limit_then_run_eagerly():
     def f(x, flag):
         return x + 1 if flag == "a" else x - 1

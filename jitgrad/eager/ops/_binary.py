@@ -15,6 +15,9 @@ from jitgrad.eager import dtypes
 from jitgrad.eager.ops.registry import OpDef, apply_op
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
+_WEAK_SCALAR_DTYPES = {"b": lambda: dtypes.bool_, "i": lambda: dtypes.int64,
+                       "f": dtypes.get_default_dtype}
+
 
 def result_dtype(*operands: Any) -> dtypes.dtype:
     """PyTorch's result type of Tensors and Python numbers (see jitgrad.eager.dtypes)."""
@@ -22,7 +25,10 @@ def result_dtype(*operands: Any) -> dtypes.dtype:
     for x in operands:
         if isinstance(x, Tensor):
             d = dtypes.from_numpy_dtype(x._data.dtype)
-            if x._data.ndim:
+            if x._weak_scalar:  # a compiler's stand-in for a Python number: weak, like one
+                d = _WEAK_SCALAR_DTYPES[x._data.dtype.kind]()
+                scalar = d if scalar is None else dtypes.promote_types(scalar, d)
+            elif x._data.ndim:
                 dim = d if dim is None else dtypes.promote_types(dim, d)
             else:
                 zero = d if zero is None else dtypes.promote_types(zero, d)
