@@ -660,3 +660,31 @@ def test_parameters_to_vector_and_back():
     assert layer.bias.data_ptr() == source.data_ptr() + 6 * 4  # a view into the vector
     with pytest.raises(TypeError, match="expected jitgrad.Tensor, but got: list"):
         vector_to_parameters([1.0], layer.parameters())
+
+
+@pytest.mark.parametrize("module, reference, text", [
+    (nn.ELU(), lambda x: np.where(x > 0, x, np.expm1(x)), "ELU(alpha=1.0)"),
+    (nn.ELU(0.5, True), lambda x: np.where(x > 0, x, 0.5 * np.expm1(x)),
+     "ELU(alpha=0.5, inplace=True)"),
+    (nn.Hardtanh(), lambda x: np.clip(x, -1, 1), "Hardtanh(min_val=-1.0, max_val=1.0)"),
+    (nn.Hardtanh(-2, 2, True), lambda x: np.clip(x, -2, 2),
+     "Hardtanh(min_val=-2, max_val=2, inplace=True)"),
+    (nn.ReLU6(), lambda x: np.clip(x, 0, 6), "ReLU6()"),
+    (nn.Softplus(), lambda x: np.log1p(np.exp(x)), "Softplus(beta=1.0, threshold=20.0)"),
+    (nn.Softplus(2, 1), lambda x: np.where(2 * x > 1, x, np.log1p(np.exp(2 * x)) / 2),
+     "Softplus(beta=2, threshold=1)"),
+    (nn.LogSigmoid(), lambda x: -np.log1p(np.exp(-x)), "LogSigmoid()"),
+])
+def test_more_activation_modules_match_numpy_and_print_like_torch(module, reference, text):
+    # reprs printed by torch 2.13
+    assert repr(module) == text
+    x = np.random.default_rng(0).normal(size=(3, 4)) * 4
+    np.testing.assert_allclose(module(jg.tensor(x)).numpy(), reference(x), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_activation_modules_with_inplace_overwrite_their_input():
+    for module in (nn.ELU(inplace=True), nn.Hardtanh(inplace=True), nn.ReLU6(inplace=True)):
+        x = jg.tensor([-3.0, 0.5, 8.0])
+        assert module(x) is x
+    assert x.tolist() == [0.0, 0.5, 6.0]

@@ -1,13 +1,18 @@
 """The layer classes of `jitgrad.nn`, one concept per file (as torch/nn/modules)."""
 
 from jitgrad.nn.modules.activation import (
+    ELU,
     GELU,
+    Hardtanh,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
     ReLU,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
 from jitgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
@@ -27,6 +32,7 @@ from jitgrad.nn.modules.normalization import LayerNorm
 from jitgrad.nn.modules.sparse import Embedding
 
 __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "ReLU",
-           "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
+           "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss"]
