@@ -455,3 +455,25 @@ def test_unreachable_target_is_refused():
     dead = next(i for i in decode(f.__code__) if i.opname == "PUSH_EXC_INFO")
     with pytest.raises(ValueError, match="is unreachable"):
         build_resume_code(f.__code__, dead, 0, [])
+
+
+def _two_calls(a, b):
+    c = _double(a) + 1
+    d = c * _double(b)
+    return c, d
+
+
+def test_resume_function_of_a_resume_function():
+    # a resume function can hit a further break: its own code is decoded and split again
+    instrs, after_first = _after_call_on(_two_calls, "a")
+    first = build_resume_code(_two_calls.__code__, after_first, 1, ["b"])
+    assert transform_code(first, lambda instrs, options: None).co_code == first.co_code
+    first_instrs = decode(first)
+    calls = [k for k, i in enumerate(first_instrs) if i.opname == "CALL"]
+    after_second = first_instrs[calls[-1] + 1]  # stack: c, result of _double(b)
+    assert livevars(first_instrs, after_second) == {"c"}
+    second = build_resume_code(first, after_second, 2, ["c"])
+    assert second.co_name == f"resume_in_{first.co_name}_at_{after_second.positions.lineno}"
+    c = _double(3) + 1
+    assert _resume_fn(_two_calls, second)(c, _double(5), c) == _two_calls(3, 5) == (7, 70)
+    assert _resume_fn(_two_calls, first)(_double(3), 5) == (7, 70)
