@@ -323,3 +323,11 @@ def test_one_element_tensors_in_a_list_are_scalars():
     losses = [jg.tensor([0.5], requires_grad=True) * 2 for _ in range(3)]
     assert jg.tensor(losses).tolist() == [1.0, 1.0, 1.0]
     assert jg.tensor([np.array([1.0]), np.array([2.0])]).shape == (2, 1)
+
+
+def test_is_floating_point_function():
+    assert jg.is_floating_point(jg.ones(1)) and jg.is_floating_point(jg.ones(1, dtype=jg.float64))
+    assert not jg.is_floating_point(jg.ones(1, dtype=jg.int64))
+    assert not jg.is_floating_point(jg.tensor([True]))
+    with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor, not float"):
+        jg.is_floating_point(1.0)

@@ -253,6 +253,14 @@ def numel(input: Tensor) -> int:
     return input._data.size
 
 
+def is_floating_point(input: Tensor) -> bool:
+    """True if `input` has a floating dtype. Raises TypeError for a non-tensor, as PyTorch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_floating_point(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(input).__name__}")
+    return input._data.dtype.kind == "f"
+
+
 # ----- filled -----------------------------------------------------------------------------
 
 def _factory_dtype(dtype: Any, default: dtypes.dtype | None = None) -> np.dtype:
@@ -475,7 +483,7 @@ def _cuda(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "arange", "linspace", "eye", "is_tensor",
-           "numel"]
+           "numel", "is_floating_point"]
 
 
 METHODS = {
