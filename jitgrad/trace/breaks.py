@@ -51,7 +51,8 @@ _BRANCHES = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_BACKWARD_IF_TRUE": True
 # Instructions other than CALL and branches that a break can run natively (side effects
 # the graph cannot hold): operands they pop, and whether they push a result.
 _STATEMENTS = {"STORE_ATTR": (2, False), "STORE_GLOBAL": (1, False),
-               "STORE_SUBSCR": (3, False), "BINARY_OP": (2, True)}
+               "STORE_SUBSCR": (3, False), "BINARY_OP": (2, True), "COMPARE_OP": (2, True)}
+_OPERATOR_BREAKS = {"INPLACE_ON_TENSOR", "DYNAMIC_NUMBER"}
 
 
 @dataclasses.dataclass
@@ -91,8 +92,8 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     if instruction.opname in _BRANCHES:
         return BreakPlan(instruction.offset, instruction.opname,
                          (following, instruction.argval))
-    if instruction.opname in _STATEMENTS and (instruction.opname != "BINARY_OP"
-                                              or err.kind == "INPLACE_ON_TENSOR"):
+    if instruction.opname in _STATEMENTS and (
+            instruction.opname not in ("BINARY_OP", "COMPARE_OP") or err.kind in _OPERATOR_BREAKS):
         return BreakPlan(instruction.offset, instruction.opname, (following,))
     raise _frame_only(err, f"{instruction.opname} cannot be resumed after")
 
@@ -213,7 +214,10 @@ def _render_statement(tx: Translator, operands: list[Var], expr: Any) -> list[st
     if inst.opname == "STORE_SUBSCR":
         value, container, index = operands
         return [f"{expr(container)}[{expr(index)}] = {expr(value)}"]
-    a, b = operands  # BINARY_OP, e.g. an in-place `x += 1` on a tensor
+    a, b = operands
+    if inst.opname == "COMPARE_OP":
+        return [f"__r = {expr(a)} {inst.argval} {expr(b)}"]
+    # BINARY_OP: an in-place `x += 1` on a tensor, or arithmetic on a dynamic number
     return [f"__r = {expr(a)}", f"__r {binary_op_symbol(inst.arg)} {expr(b)}"
             if binary_op_symbol(inst.arg).endswith("=") else
             f"__r = __r {binary_op_symbol(inst.arg)} {expr(b)}"]

@@ -17,7 +17,7 @@ from jitgrad.eager import grad_mode
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled
-from jitgrad.trace.fake import FakeTensor, Unsupported
+from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
 from jitgrad.trace.sources import AttrSource, ItemSource, TypeSource
 from jitgrad.trace.variables import (
     BoundMethodVar,
@@ -52,6 +52,12 @@ def constant(tx: Any, var: Var) -> Any:
         return tuple(constant(tx, v) for v in var.items)
     if isinstance(var, ObjectVar):
         return var.value
+    if isinstance(var, TensorVar) and isinstance(var.fake, FakeNumber) and var.source is not None:
+        # a changing number needed as a Python constant here (a loop bound): specialize it
+        # again for this trace; see Note [Unspecialized numbers]
+        value = var.fake.__dict__["value"]
+        tx.ctx.guard_constant(ConstVar(value, source=var.source))
+        return value
     if isinstance(var, TensorVar):
         raise Unsupported("TENSOR_TO_PYTHON", "a tensor was used where a Python constant is "
                           "needed", "keep the computation in tensors")
@@ -108,6 +114,10 @@ def unpack_iterable(tx: Any, var: Var) -> list[Var]:
         return [ConstVar(v) for v in constant(tx, var)]
     if isinstance(var, ObjectVar) and isinstance(var.value, tuple):
         return [wrap_result(tx, v) for v in var.value]
+    if isinstance(var, ObjectVar) and type(var.value) is range:  # e.g. passed to a resume fn
+        for part in ("start", "stop", "step"):
+            constant(tx, load_attr(tx, var, part))  # guards the bounds it came from
+        return [ConstVar(i) for i in var.value]
     if isinstance(var, ObjectVar):
         method = getattr(type(var.value), "__iter__", None)
         if isinstance(method, types.FunctionType):  # e.g. nn.Sequential, nn.ModuleList
@@ -152,7 +162,12 @@ def contains(tx: Any, container: Var, item: Var) -> bool:
 
 def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> Var:
     """An operator (`+`, `<`, `-x`, ...): on constants computed now, on tensors recorded."""
-    if any(isinstance(a, TensorVar) for a in args):
+    tensors = [a for a in args if isinstance(a, TensorVar)]
+    if tensors and all(isinstance(a.fake, FakeNumber) for a in tensors):
+        raise Unsupported("DYNAMIC_NUMBER", "Python arithmetic on a number that changes "
+                          "between calls (it is a graph input)", "it runs in Python between "
+                          "graphs; use it in tensor ops to keep it in the graph")
+    if tensors:
         if inplace:
             raise Unsupported("INPLACE_ON_TENSOR", "an in-place operator on a traced tensor",
                               "write `x = x + y` instead of `x += y` inside compiled code")

@@ -33,7 +33,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.trace import breaks, report
 from jitgrad.trace.backends import lookup_backend
-from jitgrad.trace.fake import Unsupported, number_tensor
+from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import explain_failure
 from jitgrad.trace.sources import FrameValues, Source
@@ -383,6 +383,8 @@ class _RunnerEnv:
 def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv) -> str:
     """Python source rebuilding the returned value around the graph's outputs `__out`."""
     if isinstance(var, TensorVar):
+        if isinstance(var.fake, FakeNumber) and var.source is not None:
+            return var.source.reconstruct(env)  # the Python number itself, not a 0-d tensor
         return f"__out[{outputs.index(var.fake.node)}]"
     if isinstance(var, TensorMethodVar):
         return f"{_output_expr(var.tensor, outputs, env)}.{var.name}"

@@ -129,7 +129,7 @@ class TraceContext:
         if isinstance(value, Tensor):
             return TensorVar(self.lift(value, source))
         if type(value) in (int, float) and source in self.dynamic_numbers:
-            return TensorVar(self.lift_number(value, source))
+            return TensorVar(self.lift_number(value, source), source=source)
         if isinstance(value, (int, float, bool, str, type(None), complex)):
             return ConstVar(value, source=source)
         if type(value) in (tuple, list):
@@ -168,8 +168,9 @@ class TraceContext:
         Note [Unspecialized numbers]: a Python number read from outside is first a trace
         constant guarded by its value; when a recompile is caused by that value changing,
         the source is marked dynamic and later traces make it a FakeNumber placeholder
-        guarded only by its type (the runner passes it as a 0-d tensor). Using it as a
-        Python value (a branch, range()) is then data-dependent, i.e. a graph break.
+        guarded only by its type (the runner passes it as a 0-d tensor). Python arithmetic
+        or comparisons on it become graph breaks (they run natively between graphs);
+        where a Python constant is needed (a loop bound) it is specialized again.
         """
         fake = self._lifted.get(id(source))
         if fake is None:
@@ -177,6 +178,7 @@ class TraceContext:
             node = self.graph.placeholder(_placeholder_name(source))
             example = number_tensor(value)
             fake = FakeNumber.of(node, (), example._data.dtype, False)
+            fake.__dict__["value"] = value
             self._lifted[id(source)] = fake
             self.input_sources.append(source)
             self.number_sources.add(source)

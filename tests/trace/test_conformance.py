@@ -168,10 +168,10 @@ def test_c12_global_tensor_is_an_input_and_global_number_is_guarded():
 counter = 0
 
 
-def test_c13_global_counter_side_effect_runs_exactly_once_per_call():
-    # Our design (differs from §5.12): the global store is a graph break that runs natively,
-    # and `counter` is specialized, so every call with a new value compiles the resume
-    # function again (numbers are not yet unspecialized after their first change).
+def test_c13_global_counter_is_unspecialized_after_its_first_change():
+    # The global store runs natively at a graph break (our design: side effects are
+    # breaks, not replayed). `counter` specializes on call 1 (counter == 0), recompiles
+    # once when it changes and becomes a graph input; calls 3-4 hit the cache.
     global counter
     counter = 0
 
@@ -180,11 +180,20 @@ def test_c13_global_counter_side_effect_runs_exactly_once_per_call():
         counter += 1
         return x + counter
 
-    compiled = jg.compile(f)
+    counter_backend = CountingBackend()
+    compiled = jg.compile(f, backend=counter_backend)
     x = t(4)
+    counts = []
     for i in range(1, 5):
+        before = counter_backend.compile_count
         same(compiled(x), x + i)
-    assert counter == 4
+        counts.append(counter_backend.compile_count - before)
+    assert counter == 4 and type(counter) is int
+    # call 1: the frame up to the store + its resume function; call 2: `counter` changed,
+    # so the frame is recompiled with it as an input and breaks at `counter += 1` (Python
+    # arithmetic on it) and at the store: 3 frames; call 3: the last resume function saw
+    # `counter` change once more and unspecializes it too; call 4: all cached
+    assert counts == [2, 3, 1, 0]
 
 
 def test_c14_list_append_on_a_caller_list_happens_once_per_call():
@@ -225,6 +234,21 @@ def test_extra_attribute_store_on_an_argument():
     box = Box()
     same(jg.compile(f)(t(4), box), t(4) * 5)
     assert box.n == 5
+
+
+def test_extra_changing_loop_bound_runs_between_graphs():
+    def f(x, n):
+        for _ in range(n):
+            x = x + 1
+        if n > 2:
+            return x * n
+        return x
+
+    compiled = jg.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (1, 2, 3, 4, 4):
+            same(compiled(t(4), n), f(t(4), n))
 
 
 def test_c15_loop_over_range_is_unrolled():
