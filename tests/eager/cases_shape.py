@@ -113,6 +113,8 @@ CASES = [
     OpCase("flip", lambda a: a.flip(0), lambda a: np.flip(a, 0), (A,)),
     OpCase("flip_dims_strided", lambda a: jg.flip(a, (0, -1)), lambda a: np.flip(a, (0, 1)),
            (S,)),
+    OpCase("flip_method_varargs", lambda a: a.flip(0, -1), lambda a: np.flip(a, (0, -1)), (A,)),
+    OpCase("flip_method_dims_keyword", lambda a: a.flip(dims=[1]), lambda a: np.flip(a, 1), (A,)),
     OpCase("roll", lambda a: a.roll(1, 1), lambda a: np.roll(a, 1, 1), (A,)),
     OpCase("roll_flat", lambda a: jg.roll(a, -2), lambda a: np.roll(a, -2), (T,)),
     OpCase("roll_dims", lambda a: a.roll((1, -1), (0, 2)), lambda a: np.roll(a, (1, -1), (0, 2)),

@@ -279,6 +279,13 @@ def flip(input: Tensor, dims: Any) -> Tensor:
     return apply_op(FLIP, (input,), (input._data,), {"dims": _dims_arg(dims, input._data.ndim)})
 
 
+def _flip_method(self: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    """`x.flip(0, 1)`, `x.flip([0, 1])` or `x.flip(dims=(0, 1))`: the method takes varargs."""
+    if kwargs or not dims:
+        return flip(self, *dims, **kwargs)
+    return flip(self, dims[0] if len(dims) == 1 else dims)
+
+
 def fliplr(input: Tensor) -> Tensor:
     """Reverse the columns (dim 1). Raises RuntimeError for inputs below 2-D."""
     if input._data.ndim < 2:
@@ -363,5 +370,5 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"
            "atleast_1d", "atleast_2d", "atleast_3d", "tile", "flip", "fliplr", "flipud", "roll",
            "tril", "triu", "repeat_interleave"]
 
-METHODS = {"repeat": repeat, "tile": tile, "flip": flip, "fliplr": fliplr, "flipud": flipud,
+METHODS = {"repeat": repeat, "tile": tile, "flip": _flip_method, "fliplr": fliplr, "flipud": flipud,
            "roll": roll, "tril": tril, "triu": triu, "repeat_interleave": repeat_interleave}
