@@ -43,6 +43,7 @@ from jitgrad.eager.ops.reduction import *  # noqa: F403
 from jitgrad.eager.ops.shape import *  # noqa: F403
 from jitgrad.eager.printing import get_printoptions, set_printoptions
 from jitgrad.eager.tensor import Size, Tensor, device
+from jitgrad.eager.type_info import finfo, iinfo
 
 from jitgrad import autograd, cuda, linalg, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
 from jitgrad.serialization import load, save  # noqa: E402
