@@ -37,6 +37,13 @@ from jitgrad.trace.variables import (
 
 _GRAD_MODE_MANAGERS = {grad_mode.no_grad: False, grad_mode.enable_grad: True}
 
+# Python operators that int64/float64 tensors compute exactly as Python numbers do, so
+# arithmetic on unspecialized numbers can stay in the graph (true division of ints would
+# give float32, so it breaks instead)
+_EXACT_NUMBER_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv,
+                           operator.neg, operator.lt, operator.le, operator.gt, operator.ge,
+                           operator.eq, operator.ne}
+
 # attributes of a traced tensor that do not exist without real data or autograd state
 _TENSOR_ATTRIBUTES_NOT_TRACEABLE = {"grad", "grad_fn", "data", "_data", "_version", "_base"}
 
@@ -163,12 +170,13 @@ def contains(tx: Any, container: Var, item: Var) -> bool:
 def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> Var:
     """An operator (`+`, `<`, `-x`, ...): on constants computed now, on tensors recorded."""
     tensors = [a for a in args if isinstance(a, TensorVar)]
-    if tensors and all(isinstance(a.fake, FakeNumber) for a in tensors):
-        raise Unsupported("DYNAMIC_NUMBER", "Python arithmetic on a number that changes "
+    if tensors and all(isinstance(a.fake, FakeNumber) for a in tensors) and \
+            fn not in _EXACT_NUMBER_OPERATORS:
+        raise Unsupported("DYNAMIC_NUMBER", f"Python `{fn.__name__}` on a number that changes "
                           "between calls (it is a graph input)", "it runs in Python between "
                           "graphs; use it in tensor ops to keep it in the graph")
     if tensors:
-        if inplace:
+        if inplace and not all(isinstance(a.fake, FakeNumber) for a in tensors):
             raise Unsupported("INPLACE_ON_TENSOR", "an in-place operator on a traced tensor",
                               "write `x = x + y` instead of `x += y` inside compiled code")
         return run_real(tx, fn, [to_python(tx, a) for a in args], {})
@@ -201,11 +209,10 @@ def getitem(tx: Any, container: Var, index: Var) -> Var:
 
 
 def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
-    if isinstance(container, ListVar) and container.source is None:
+    if isinstance(container, (ListVar, DictVar)):
         container.items[constant(tx, index)] = value
-        return
-    if isinstance(container, DictVar) and container.source is None:
-        container.items[constant(tx, index)] = value
+        if container.source is not None:
+            tx.ctx.side_effects.mutated(container)
         return
     raise Unsupported("SIDE_EFFECT", "item assignment into a tensor or an object from outside "
                       "the compiled function", "build a new value and return it")
@@ -226,6 +233,9 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
         return BoundMethodVar(obj, name)
     if isinstance(obj, ObjectVar):
         tx.ctx.guard_type(obj)
+        stored = tx.ctx.side_effects.load_attr(obj, name)
+        if stored is not None:
+            return stored
         value = getattr(obj.value, name)
         source = AttrSource(obj.source, name) if obj.source is not None else None
         return tx.ctx.wrap_value(value, source)
@@ -237,9 +247,14 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
 
 
 def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
+    """`obj.name = value` on an argument's object: recorded, replayed after the graph."""
+    if isinstance(obj, ObjectVar) and obj.source is not None and not isinstance(
+            getattr(type(obj.value), name, None), property):
+        tx.ctx.guard_type(obj)
+        tx.ctx.side_effects.store_attr(obj, name, value)
+        return
     raise Unsupported("SIDE_EFFECT", f"attribute assignment `.{name} = ...` on an object "
-                      "from outside the compiled function",
-                      "return the new value and assign it outside")
+                      "the tracer does not track", "return the new value and assign it outside")
 
 
 # ----- calls ----------------------------------------------------------------------------
@@ -329,15 +344,21 @@ def call_container_method(tx: Any, method: BoundMethodVar, args: list[Var],
         if name == "get":
             key = constant(tx, args[0])
             return receiver.items.get(key, args[1] if len(args) > 1 else ConstVar(None))
-    if isinstance(receiver, ListVar) and receiver.source is None:
+    if isinstance(receiver, ListVar) and name in ("append", "extend", "pop", "insert"):
         if name == "append":
             receiver.items.append(args[0])
-            return ConstVar(None)
-        if name == "extend":
+            result: Var = ConstVar(None)
+        elif name == "extend":
             receiver.items.extend(unpack_iterable(tx, args[0]))
-            return ConstVar(None)
-        if name == "pop":
-            return receiver.items.pop(constant(tx, args[0]) if args else -1)
+            result = ConstVar(None)
+        elif name == "insert":
+            receiver.items.insert(constant(tx, args[0]), args[1])
+            result = ConstVar(None)
+        else:
+            result = receiver.items.pop(constant(tx, args[0]) if args else -1)
+        if receiver.source is not None:  # the caller's list: replayed after the graph
+            tx.ctx.side_effects.mutated(receiver)
+        return result
     if isinstance(receiver, (ListVar, TupleVar)) and name == "index":
         target = constant(tx, args[0])
         return ConstVar([constant(tx, v) for v in receiver.items].index(target))

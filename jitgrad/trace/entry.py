@@ -199,6 +199,7 @@ class CompiledFunction:
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
             else _tensor_vars(result.output)
+        tensors += [t for var in result.side_effects.values() for t in _tensor_vars(var)]
         graph = _finish_graph(result.graph, tensors)
         frame = FrameValues.bind(fn, args, kwargs)
         example_inputs = [number_tensor(source.get(frame)) if source in result.number_sources
@@ -228,8 +229,9 @@ class CompiledFunction:
         def expr(var: Var) -> str:
             return _output_expr(var, outputs, env)
 
+        replay = result.side_effects.statements(expr, lambda source: source.reconstruct(env))
         if plan is None:
-            body = [f"return {expr(result.output)}"]
+            body = replay + [f"return {expr(result.output)}"]
         else:
             if plan.opname == "CHECKPOINT" and not any(
                     n.op == "call_function" for n in graph.nodes):
@@ -237,9 +239,9 @@ class CompiledFunction:
                                       "whose body cannot be traced", "the frame runs eagerly")
                 refused.location = result.stopped_at.location()
                 raise refused
-            body = breaks.emit_break(result.stopped_at, plan, expr,
-                                     lambda *spec: _named_const(env, self._resume(*spec)),
-                                     lambda var: self._trampoline(var, env), env.const)
+            body = replay + breaks.emit_break(
+                result.stopped_at, plan, expr, lambda *spec: _named_const(env, self._resume(*spec)),
+                lambda var: self._trampoline(var, env), env.const)
         number = env.const(number_tensor, "number_tensor")
         inputs = [f"{number}({source.reconstruct(env)})" if source in result.number_sources
                   else source.reconstruct(env) for source in result.input_sources]
@@ -383,8 +385,10 @@ class _RunnerEnv:
 def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv) -> str:
     """Python source rebuilding the returned value around the graph's outputs `__out`."""
     if isinstance(var, TensorVar):
-        if isinstance(var.fake, FakeNumber) and var.source is not None:
-            return var.source.reconstruct(env)  # the Python number itself, not a 0-d tensor
+        if isinstance(var.fake, FakeNumber):  # a Python number, not a 0-d tensor
+            if var.source is not None:
+                return var.source.reconstruct(env)
+            return f"__out[{outputs.index(var.fake.node)}].item()"
         return f"__out[{outputs.index(var.fake.node)}]"
     if isinstance(var, TensorMethodVar):
         return f"{_output_expr(var.tensor, outputs, env)}.{var.name}"

@@ -138,8 +138,11 @@ class OpRecorder:
             isinstance(x, Tensor) and x._requires_grad for x in inputs)
         node = self._node(op, args, dict(params))
         if isinstance(out_meta, TensorMeta):
-            return FakeTensor.of(node, out_meta.shape, out_meta.dtype,
-                                 requires_grad and out_meta.dtype.kind == "f")
+            # arithmetic on stand-ins of Python numbers gives a Python number again
+            numbers = all(isinstance(x, FakeNumber) for x in inputs if isinstance(x, Tensor))
+            cls = FakeNumber if numbers else FakeTensor
+            return cls.of(node, out_meta.shape, out_meta.dtype,
+                          requires_grad and out_meta.dtype.kind == "f")
         outs = []
         for i, meta in enumerate(out_meta):
             item = self._node(operator.getitem, (node, i), {})

@@ -37,6 +37,7 @@ from jitgrad.trace.fake import (
 )
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.guards import Guard, GuardSet, KeysMatch, LengthMatch, TensorMatch
+from jitgrad.trace.side_effects import SideEffects
 from jitgrad.trace.sources import (
     AttrSource,
     BuiltinSource,
@@ -79,6 +80,7 @@ class TraceResult:
     output: Var | None
     stopped_at: Translator | None = None
     number_sources: frozenset[Source] = frozenset()  # inputs that are Python numbers
+    side_effects: SideEffects | None = None
 
 
 class TraceContext:
@@ -92,6 +94,7 @@ class TraceContext:
         self.guards = GuardSet()
         self.recorder = OpRecorder(self.graph, self.constant_node)
         self.input_sources: list[Source] = []
+        self.side_effects = SideEffects()
         self._lifted: dict[int, FakeTensor] = {}
         self._lift_sources: dict[int, Source] = {}
         self._constants: dict[int, FakeTensor] = {}
@@ -203,6 +206,9 @@ class TraceContext:
         return self.constant_tensor(tensor).node
 
     def load_global(self, tx: Translator, name: str) -> Var:
+        stored = self.side_effects.load_global(tx.f_globals, name)
+        if stored is not None:
+            return stored
         if name in tx.f_globals:
             return self.wrap_value(tx.f_globals[name], _global_source(tx, name))
         builtins = tx.f_globals.get("__builtins__", sys.modules["builtins"])
@@ -210,6 +216,10 @@ class TraceContext:
         if name not in builtins:
             raise Unsupported("USER_ERROR", f"name {name!r} is not defined")
         return self.wrap_value(builtins[name], BuiltinSource(name))
+
+    def store_global(self, tx: Translator, name: str, value: Var) -> None:
+        """`global name; name = value`: recorded and replayed after the graph."""
+        self.side_effects.store_global(tx.f_globals, name, _global_source(tx, name), value)
 
     # ----- grad mode ----------------------------------------------------------------------
     def enter_grad_mode(self, enabled: bool) -> GradModeExitVar:
@@ -445,4 +455,5 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
         if STATE.enabled != entry_mode:
             set_grad_mode(entry_mode)
     return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
-                       tx if tx.stopped else None, frozenset(ctx.number_sources))
+                       tx if tx.stopped else None, frozenset(ctx.number_sources),
+                       ctx.side_effects)

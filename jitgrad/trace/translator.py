@@ -189,8 +189,7 @@ class Translator:
         self.push(self.ctx.load_global(self, inst.argval))
 
     def STORE_GLOBAL(self, inst: dis.Instruction) -> None:
-        raise Unsupported("SIDE_EFFECT", f"assignment to the global {inst.argval!r}",
-                          "pass the value in and return the new one")
+        self.ctx.store_global(self, inst.argval, self.pop())
 
     def LOAD_ATTR(self, inst: dis.Instruction) -> None:
         self.push(calls.load_attr(self, self.pop(), inst.argval))

@@ -1,0 +1,75 @@
+"""Mutations of objects from outside the traced frame, replayed around the graph.
+
+Traced code may assign a global, an attribute of an argument (`self.steps += 1`), or
+mutate a caller's list or dict. Tracing must not perform these for real (the user's
+objects would change at trace time), so `SideEffects` records them in program order and
+serves later reads of the same place from the record; the entry's runner replays them
+right after the graph runs (and before the native instruction of a graph break), so
+each happens exactly once per call, in order, with the values the graph computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jitgrad.trace.sources import Source
+from jitgrad.trace.variables import DictVar, ListVar, ObjectVar, Var
+
+
+class SideEffects:
+    """The record of one trace: stores to globals and attributes, mutated containers."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[str, Any, Any, Var | None]] = []
+        self._stores: dict[tuple[int, str], Var] = {}
+
+    def store_global(self, globals_dict: dict[str, Any], name: str, source: Source,
+                     value: Var) -> None:
+        self._stores[(id(globals_dict), name)] = value
+        self._entries.append(("assign", source, None, value))
+
+    def load_global(self, globals_dict: dict[str, Any], name: str) -> Var | None:
+        return self._stores.get((id(globals_dict), name))
+
+    def store_attr(self, obj: ObjectVar, name: str, value: Var) -> None:
+        self._stores[(id(obj.value), name)] = value
+        self._entries.append(("setattr", obj.source, name, value))
+
+    def load_attr(self, obj: ObjectVar, name: str) -> Var | None:
+        return self._stores.get((id(obj.value), name))
+
+    def mutated(self, container: ListVar | DictVar) -> None:
+        """A caller's list or dict was changed in the trace (its Var holds the new items)."""
+        self._entries.append(("contents", container.source, container, None))
+
+    def values(self) -> list[Var]:
+        """Every Var the replay reads (their tensors must be graph outputs)."""
+        found: list[Var] = []
+        for kind, _, target, value in self._entries:
+            if kind == "contents":
+                items = target.items.values() if isinstance(target, DictVar) else target.items
+                found.extend(items)
+            elif value is not None:
+                found.append(value)
+        return found
+
+    def statements(self, expr: Callable[[Var], str], reconstruct: Callable[[Source], str]
+                   ) -> list[str]:
+        """Python statements replaying the record, in program order."""
+        lines = []
+        for kind, source, target, value in self._entries:
+            place = reconstruct(source)
+            if kind == "assign":
+                lines.append(f"{place} = {expr(value)}")
+            elif kind == "setattr":
+                lines.append(f"{place}.{target} = {expr(value)}")
+            elif isinstance(target, DictVar):
+                items = ", ".join(f"{k!r}: {expr(v)}" for k, v in target.items.items())
+                lines += [f"{place}.clear()", f"{place}.update({{{items}}})"]
+            else:
+                lines.append(f"{place}[:] = [{', '.join(expr(v) for v in target.items)}]")
+        return lines
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
