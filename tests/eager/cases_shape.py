@@ -110,6 +110,8 @@ CASES = [
            lambda a: _repeat_ref(a, (2, 1, 2)), (T,)),
     OpCase("repeat_0d", lambda a: a.repeat(3), lambda a: _repeat_ref(a, (3,)), (SCALAR,)),
     OpCase("tile", lambda a: jg.tile(a, (2,)), lambda a: np.tile(a, 2), (A,)),
+    OpCase("tile_method_varargs", lambda a: a.tile(2, 1, 2), lambda a: np.tile(a, (2, 1, 2)),
+           (A,)),
     OpCase("flip", lambda a: a.flip(0), lambda a: np.flip(a, 0), (A,)),
     OpCase("flip_dims_strided", lambda a: jg.flip(a, (0, -1)), lambda a: np.flip(a, (0, 1)),
            (S,)),

@@ -265,6 +265,11 @@ def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
     return repeat(input, (1,) * (input._data.ndim - len(dims)) + dims)
 
 
+def _tile_method(self: Tensor, *dims: Any) -> Tensor:
+    """`x.tile(2, 2)` or `x.tile((2, 2))`: the method takes varargs."""
+    return tile(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+
+
 def _dims_arg(dims: Any, ndim: int) -> tuple[int, ...]:
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     out = tuple(normalize_dim(int(d), ndim) for d in dims)
@@ -370,5 +375,5 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"
            "atleast_1d", "atleast_2d", "atleast_3d", "tile", "flip", "fliplr", "flipud", "roll",
            "tril", "triu", "repeat_interleave"]
 
-METHODS = {"repeat": repeat, "tile": tile, "flip": _flip_method, "fliplr": fliplr, "flipud": flipud,
+METHODS = {"repeat": repeat, "tile": _tile_method, "flip": _flip_method, "fliplr": fliplr, "flipud": flipud,
            "roll": roll, "tril": tril, "triu": triu, "repeat_interleave": repeat_interleave}
