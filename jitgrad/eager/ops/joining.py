@@ -375,5 +375,6 @@ __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"
            "atleast_1d", "atleast_2d", "atleast_3d", "tile", "flip", "fliplr", "flipud", "roll",
            "tril", "triu", "repeat_interleave"]
 
-METHODS = {"repeat": repeat, "tile": _tile_method, "flip": _flip_method, "fliplr": fliplr, "flipud": flipud,
-           "roll": roll, "tril": tril, "triu": triu, "repeat_interleave": repeat_interleave}
+METHODS = {"repeat": repeat, "tile": _tile_method, "flip": _flip_method, "fliplr": fliplr,
+           "flipud": flipud, "roll": roll, "tril": tril, "triu": triu,
+           "repeat_interleave": repeat_interleave}
