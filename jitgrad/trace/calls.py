@@ -321,6 +321,13 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
         result = fn(*args, **kwargs)
     except Unsupported:
         raise
+    except ValueError as err:
+        if "read-only" not in str(err):
+            raise Unsupported("USER_ERROR", f"{_name(fn)} raised ValueError: {err}",
+                              "the eager run shows the error at your line") from err
+        # an in-place op writing into a traced tensor (fakes hold read-only data)
+        raise Unsupported("INPLACE_ON_TENSOR", f"in-place {_name(fn)} on a traced tensor",
+                          "it runs on the real tensor between graphs") from err
     except Exception as err:  # the user's own error (shapes, dtypes): rerun eagerly shows it
         raise Unsupported("USER_ERROR", f"{_name(fn)} raised {type(err).__name__}: {err}",
                           "the eager run shows the error at your line") from err

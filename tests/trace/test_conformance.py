@@ -230,6 +230,70 @@ def test_extra_side_effects_around_a_break_keep_program_order(capsys):
     same(items[0], items_eager[0])
 
 
+def test_extra_in_place_method_on_an_input_mutates_the_callers_tensor_once():
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    x, x_eager = t(4), t(4)
+    same(jg.compile(f)(x), f(x_eager))
+    same(x, x_eager)
+
+
+def test_extra_optional_bias_none_or_tensor_compiles_twice():
+    def f(x, bias=None):
+        y = x * 2
+        if bias is not None:
+            y = y + bias
+        return y
+
+    assert compiles_per_call(f, [(t(4), None), (t(4), t(4, seed=1)), (t(4), None)]) == [1, 1, 0]
+
+
+def test_extra_shape_arithmetic_is_static_and_recompiles_for_a_new_shape():
+    def f(x):
+        n = x.shape[0]
+        return x.reshape(n * 3) / n
+
+    assert compiles_per_call(f, [(t(2, 3),), (t(4, 3),), (t(2, 3),)]) == [1, 1, 0]
+
+
+def test_extra_decorated_generator_runs_eagerly():
+    def gen(x):
+        yield x + 1
+
+    compiled = jg.compile(gen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        values = list(compiled(t(4)))
+    same(values[0], t(4) + 1)
+
+
+def test_extra_unknown_library_call_is_a_break():
+    import time
+
+    def f(x):
+        y = x + 1
+        time.perf_counter()
+        return y * 2
+
+    report = jg.explain(f)(t(4))
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    assert report.break_reasons[0].kind == "UNSUPPORTED_CALL"
+
+
+def test_extra_explicit_graph_break():
+    def f(x):
+        y = x + 1
+        jg.graph_break()
+        return y * 2
+
+    report = jg.explain(f)(t(4))
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    assert report.break_reasons[0].kind == "EXPLICIT_BREAK"
+    same(report.result, (t(4) + 1) * 2)
+
+
 def test_extra_attribute_store_on_an_argument():
     class Box:
         n = 1
