@@ -36,7 +36,7 @@ from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import explain_failure
-from jitgrad.trace.sources import FrameValues, Source
+from jitgrad.trace.sources import FrameValues, LocalSource, Source
 from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
 from jitgrad.trace.variables import (
     BoundMethodVar,
@@ -254,6 +254,10 @@ class CompiledFunction:
         if key not in self._resumes:
             fn = breaks.resume_function(self._function, offset, n_stack, names, with_blocks)
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
+            # numbers handed over on the stack (e.g. a `.item()` result) are graph inputs
+            # from the start: they come from data, so they change (Note [Unspecialized numbers])
+            cache_for(fn.__code__).dynamic_numbers = frozenset(
+                LocalSource(f"___stack{i}") for i in range(n_stack))
             self._resumes[key] = CompiledFunction(fn, self._backend, False)
         return self._resumes[key]
 
@@ -263,7 +267,8 @@ class CompiledFunction:
         cache = _CACHES.get(id(self._function.__code__))
         name = self._qualname()
         if cache is None or not cache.entries:
-            reason = cache.eager_reason if cache is not None else "it has not been called yet"
+            reason = (cache.eager_reason if cache is not None else None) or \
+                "it has not been called yet"
             return f"# {name}: no compiled entry ({reason})\n"
         parts = []
         for i, entry in enumerate(cache.entries):

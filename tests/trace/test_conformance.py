@@ -553,8 +553,7 @@ def test_c09_item_breaks_and_the_value_enters_the_resume_function():
         s = x.sum().item()
         return x * s
 
-    counts = compiles_per_call(f, [(t(4),), (t(4, seed=1),)])
-    assert counts[0] == 2
+    assert compiles_per_call(f, [(t(4),), (t(4, seed=1),)]) == [2, 0]
     report = jg.explain(f)(t(4))
     assert report.break_reasons[0].kind == "TENSOR_TO_PYTHON"
 
