@@ -15,13 +15,6 @@ import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - the PyTorch convention
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    jg.reset()
-    yield
-    jg.reset()
-
-
 def assert_same(compiled, eager):
     assert compiled.shape == eager.shape and compiled.dtype == eager.dtype
     assert compiled.requires_grad == eager.requires_grad

@@ -16,13 +16,6 @@ import jitgrad.nn as nn
 from jitgrad.trace.testing import CountingBackend
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    jg.reset()
-    yield
-    jg.reset()
-
-
 def same(a, b):
     if isinstance(a, jg.Tensor):
         assert isinstance(b, jg.Tensor)
