@@ -252,7 +252,10 @@ def resume_function(fn: types.FunctionType, offset: int, n_stack: int, names: li
     """A function running `fn`'s code from `offset` with `n_stack` stack values and `names`,
     re-entering `with_blocks` ((factory, args) per active grad-mode block) first."""
     line = _line_of(fn, offset)
-    name = f"resume_in_{fn.__code__.co_name}_at_{line}"
+    base = fn.__code__.co_name
+    if base.startswith("resume_in_"):  # a resume function split again keeps the user's name
+        base = base[len("resume_in_"):].rsplit("_at_", 1)[0]
+    name = f"resume_in_{base}_at_{line}"
     code = build_resume_code(fn.__code__, offset, n_stack, names, with_blocks, name=name)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
     closure = tuple(cells[n] for n in code.co_freevars) or None

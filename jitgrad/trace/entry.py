@@ -35,6 +35,7 @@ from jitgrad.trace import breaks, report
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.guards import explain_failure
 from jitgrad.trace.sources import FrameValues, LocalSource, Source
 from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
@@ -97,6 +98,7 @@ def reset() -> None:
     _CACHES.clear()
     _TOTAL["compiles"] = 0
     _WARNED.clear()
+    clear_resume_cache()
 
 
 def forget(compiled: CompiledFunction) -> None:
