@@ -35,8 +35,8 @@ from jitgrad.trace import breaks, report
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.guards import explain_failure
+from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.sources import FrameValues, LocalSource, Source
 from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
 from jitgrad.trace.variables import (
