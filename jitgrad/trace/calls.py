@@ -13,6 +13,8 @@ import operator
 import types
 from typing import Any
 
+import numpy as np
+
 from jitgrad.eager import grad_mode
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
@@ -291,6 +293,10 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     if disabled.is_allowed_in_graph(value):
         return tx.ctx.opaque_call(value, [to_python(tx, a) for a in args],
                                   {k: to_python(tx, v) for k, v in kwargs.items()})
+    if _is_constant_math(value) and not any(isinstance(a, TensorVar) for a in args):
+        # math.sqrt(d), np.sqrt(d) on trace-time constants fold to a constant
+        return wrap_result(tx, value(*[constant(tx, a) for a in args],
+                                     **{k: constant(tx, v) for k, v in kwargs.items()}))
     builtin = BUILTINS.get(value) if _hashable(value) else None
     if builtin is not None:
         return builtin(tx, args, kwargs)
@@ -481,6 +487,11 @@ for _fn in (builtins.abs, builtins.min, builtins.max, builtins.int, builtins.flo
             builtins.bool, builtins.str, builtins.round, builtins.divmod, builtins.sum,
             builtins.pow, builtins.issubclass, builtins.type, builtins.repr):
     BUILTINS[_fn] = _constant_builtin(_fn)
+
+
+def _is_constant_math(fn: Any) -> bool:
+    """Pure numeric functions of the math module and numpy ufuncs, folded on constants."""
+    return getattr(fn, "__module__", None) == "math" or isinstance(fn, np.ufunc)
 
 
 def _hashable(value: Any) -> bool:

@@ -141,6 +141,7 @@ class Translator:
 
     RESUME = NOP
     COPY_FREE_VARS = NOP  # free variables are set up as cells before tracing
+    EXTENDED_ARG = NOP  # dis lists prefixes too (folded into the next arg); jumps may land here
 
     def MAKE_CELL(self, inst: dis.Instruction) -> None:
         name = inst.argval
