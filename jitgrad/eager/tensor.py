@@ -477,6 +477,15 @@ def reset_grads(tensors: Iterable[Tensor], set_to_none: bool = True) -> None:
         grad._bump_version()
 
 
+def values_known(array: np.ndarray) -> bool:
+    """False for the data of a compiler's fake tensor (shape and dtype only).
+
+    Entry functions validate values (e.g. class ids in range) only when they are known;
+    while tracing they are not, and reading them would bake trace-time zeros into a graph.
+    """
+    return not getattr(array, "_jitgrad_fake", False)
+
+
 def normalize_dim(dim: int, ndim: int) -> int:
     """Map a possibly negative dim into [0, ndim). Raises IndexError when out of range."""
     rank = max(ndim, 1)  # 0-d tensors accept dim 0 and -1, as in PyTorch

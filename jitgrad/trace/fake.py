@@ -51,6 +51,60 @@ class DataDependentError(Unsupported):
                          "tensor (e.g. torch.where instead of an if)")
 
 
+class FakeArray(np.ndarray):
+    """The data of a FakeTensor: a read-only zero-stride array with the right shape and
+    dtype. Numpy results computed from it stay FakeArrays, and turning one into a Python
+    value raises DataDependentError, so an entry function that reads values of a traced
+    tensor (instead of passing it to an op) cannot bake trace-time zeros into a graph: the
+    recorder refuses FakeArray constants and params (see `values_known` in eager)."""
+
+    _jitgrad_fake = True
+
+    def __bool__(self) -> bool:
+        raise DataDependentError("bool() of a traced tensor's values")
+
+    def __int__(self) -> int:
+        raise DataDependentError("int() of a traced tensor's values")
+
+    def __float__(self) -> float:
+        raise DataDependentError("float() of a traced tensor's values")
+
+    def __index__(self) -> int:
+        raise DataDependentError("a traced tensor's value used as an index")
+
+    def item(self, *args: Any) -> Any:
+        raise DataDependentError("a traced tensor's value read with .item()")
+
+    def tolist(self) -> Any:
+        raise DataDependentError("a traced tensor's values read with .tolist()")
+
+    def nonzero(self) -> Any:
+        raise DataDependentError("the nonzero positions of a traced tensor")
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if func in _VALUE_SHAPED:
+            raise DataDependentError(f"np.{func.__name__} of a traced tensor's values")
+        return super().__array_function__(func, types, args, kwargs)
+
+
+# numpy functions whose output shape depends on the values of their input
+_VALUE_SHAPED = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.extract, np.compress}
+
+
+def fake_array(shape: tuple[int, ...], np_dtype: np.dtype) -> FakeArray:
+    return np.broadcast_to(np.zeros((), np_dtype), shape).view(FakeArray)
+
+
+def _contains_fake_array(value: Any) -> bool:
+    if isinstance(value, FakeArray):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_contains_fake_array(v) for v in value)
+    if isinstance(value, dict):
+        return any(_contains_fake_array(v) for v in value.values())
+    return False
+
+
 class FakeTensor(Tensor):
     """A traced graph value: metadata of a Tensor without data. See the module docstring."""
 
@@ -59,7 +113,7 @@ class FakeTensor(Tensor):
     @classmethod
     def of(cls, node: GraphNode, shape: tuple[int, ...], np_dtype: np.dtype,
            requires_grad: bool) -> FakeTensor:
-        t = cls._make(np.broadcast_to(np.zeros((), np_dtype), shape), requires_grad)
+        t = cls._make(fake_array(shape, np_dtype), requires_grad)
         t.__dict__["node"] = node
         node.meta["val"] = t
         return t
@@ -91,6 +145,18 @@ class FakeTensor(Tensor):
 
     def __index__(self) -> int:
         raise DataDependentError("a tensor used as an index")
+
+    def backward(self, *args: Any, **kwargs: Any) -> None:
+        raise Unsupported("AUTOGRAD_CALL", "Tensor.backward() inside a compiled function",
+                          "it runs between graphs, on the real tensors")
+
+    def register_hook(self, hook: Any) -> Any:
+        raise Unsupported("AUTOGRAD_CALL", "Tensor.register_hook() on a traced tensor",
+                          "it runs between graphs, on the real tensors")
+
+    def retain_grad(self) -> None:
+        raise Unsupported("AUTOGRAD_CALL", "Tensor.retain_grad() on a traced tensor",
+                          "it runs between graphs, on the real tensors")
 
     def __repr__(self) -> str:
         return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
@@ -128,8 +194,13 @@ class OpRecorder:
         self.location: Any = None
 
     def __call__(self, op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Any:
-        if not any(isinstance(x, FakeTensor) for x in inputs):
+        if not any(isinstance(x, FakeTensor) for x in inputs) and not _contains_fake_array(
+                (arrays, params)):
             return run_eagerly(apply_op, op, inputs, arrays, params)
+        if _contains_fake_array(params):
+            raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: its arguments were computed "
+                              "from a traced tensor's values (e.g. a tensor index or mask)",
+                              "it runs eagerly between graphs")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
         metas = tuple(TensorMeta(a.shape, a.dtype) if isinstance(a, np.ndarray) else a
                       for a in arrays)
@@ -162,6 +233,9 @@ class OpRecorder:
             if isinstance(array, np.ndarray):  # the entry made an array from a number
                 return self.constant_of(Tensor._make(array))
             return x
+        if not isinstance(x, FakeTensor) and isinstance(x._data, FakeArray):
+            raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: an input was built from a "
+                              "traced tensor's values", "it runs eagerly between graphs")
         if x._requires_grad and not isinstance(x, FakeTensor):
             raise Unsupported("UNSUPPORTED_TENSOR", f"{op.name}: a tensor that requires grad "
                               "was created or reached without a traceable source",

@@ -413,3 +413,58 @@ def test_long_function_resumes_across_extended_arg_jumps():
     report = jg.explain(f)(x8())
     assert report.graph_count == 2 and report.graph_break_count == 1
     assert_same(report.result, (x8() + 149) * 2)
+
+
+def test_training_step_breaks_at_backward_and_step_and_updates_once():
+    jg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    reference = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    reference.load_state_dict(model.state_dict())
+    opt = jg.optim.SGD(model.parameters(), lr=0.1)
+    opt_ref = jg.optim.SGD(reference.parameters(), lr=0.1)
+    x, y = jg.randn(6, 4), jg.tensor([0, 1, 2, 0, 1, 2])
+
+    def step(model, opt, x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = jg.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            loss = compiled(model, opt, x, y)
+            loss_ref = step(reference, opt_ref, x, y)
+            np.testing.assert_allclose(loss.item(), loss_ref.item(), rtol=1e-6)
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-6)
+
+
+def test_values_of_traced_tensors_are_never_baked_into_a_graph():
+    # an entry function that reads a traced index's values (here: indexing with a tensor)
+    # must not freeze trace-time values: each call must index with its own ids
+    def f(table, idx):
+        return table[idx] * 2
+
+    table = x8(shape=(5, 3))
+    compiled = jg.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for ids in ([0, 1, 2], [4, 4, 0], [3, 2, 1]):
+            idx = jg.tensor(ids)
+            assert_same(compiled(table, idx), f(table, idx))
+
+
+def test_cross_entropy_is_one_graph_and_its_targets_are_inputs():
+    def loss(logits, target):
+        return F.cross_entropy(logits, target)
+
+    logits = x8(shape=(4, 3))
+    report = jg.explain(loss)(logits, jg.tensor([0, 1, 2, 1]))
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    compiled = jg.compile(loss)
+    for target in ([0, 1, 2, 1], [2, 2, 0, 1]):
+        y = jg.tensor(target)
+        assert_same(compiled(logits, y), loss(logits, y))

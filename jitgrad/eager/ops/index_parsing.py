@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, values_known
 
 ERR_0D = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
           "C++ to convert a 0-dim tensor to a number")
@@ -95,8 +95,11 @@ def checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:
     """An int index array for a dim of `size`: bounds checked, negatives wrapped, own copy.
 
     dim: the number PyTorch names in its error (for `x[..., idx]`, the position of idx
-    among the index tensors).
+    among the index tensors). The values of a compiler's fake tensor are not known: such an
+    index is passed on unchecked (the compiler then runs this indexing eagerly).
     """
+    if not values_known(array):
+        return array.astype(np.int64, copy=False)
     array = np.array(array, dtype=np.int64)
     if array.size:
         low, high = array.min(), array.max()

@@ -19,7 +19,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor, normalize_dim
+from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
 
 # ----- softmax, log_softmax ---------------------------------------------------------
 
@@ -239,7 +239,7 @@ def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
     if labels.shape != expected:
         raise _target_shape_error(data.shape, labels.shape, expected)
     n_classes = data.shape[class_dim]
-    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+    if labels.size and values_known(labels) and (labels.min() < 0 or labels.max() >= n_classes):
         bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
         if bad.any():
             raise IndexError(f"Target {int(labels[bad].flat[0])} is out of bounds.")
@@ -259,8 +259,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
         raise ValueError(f"{reduction} is not a valid value for reduction")
     _check_targets(input, target, ignore_index)
     w = None if weight is None else weight._data.astype(input._data.dtype, copy=False)
-    labels = target._data.astype(np.int64, copy=False)
-    return apply_op(NLL_LOSS, (input, Tensor._make(labels), weight), (input._data, labels, w),
+    if target._data.dtype != np.int64:  # uint8 class ids
+        target = target.long()
+    return apply_op(NLL_LOSS, (input, target, weight), (input._data, target._data, w),
                     {"ignore_index": int(ignore_index), "reduction": reduction})
 
 
