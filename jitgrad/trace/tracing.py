@@ -27,6 +27,7 @@ import numpy as np
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import (
+    FakeArray,
     FakeNumber,
     FakeTensor,
     OpRecorder,
@@ -67,6 +68,7 @@ from jitgrad.trace.variables import (
 _LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
                                                            "platlib")})
 _JITGRAD_DIR = str(Path(__file__).resolve().parent.parent)
+_FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linalg")
 
 
 @dataclasses.dataclass
@@ -191,6 +193,9 @@ class TraceContext:
         """A tensor made inside traced code, held by the graph as a get_attr constant."""
         if isinstance(tensor, FakeTensor):
             return tensor
+        if isinstance(tensor._data, FakeArray):
+            raise Unsupported("DATA_DEPENDENT_OP", "a tensor was built from a traced tensor's "
+                              "values", "it runs eagerly between graphs")
         fake = self._constants.get(id(tensor))
         if fake is None:
             if tensor._requires_grad:
@@ -271,12 +276,13 @@ class TraceContext:
                                        example._requires_grad))
 
     def is_jitgrad_callable(self, fn: Any) -> bool:
-        """Functions of jitgrad's own API (ops, nn.functional), run for real on fakes."""
-        module = getattr(fn, "__module__", None) or ""
-        self_ = getattr(fn, "__self__", None)
-        if isinstance(self_, FakeTensor):
+        """jitgrad's pure functional API (ops, nn.functional, linalg) and methods of traced
+        tensors: run for real on fakes. Stateful jitgrad code (optimizers, data loaders)
+        is not: it would touch real objects while tracing."""
+        if isinstance(getattr(fn, "__self__", None), FakeTensor):
             return True
-        return module.startswith("jitgrad.") and not module.startswith("jitgrad.trace")
+        module = getattr(fn, "__module__", None) or ""
+        return module.startswith(_FUNCTIONAL_MODULES)
 
     @staticmethod
     def is_module(value: Any) -> bool:

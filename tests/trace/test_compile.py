@@ -468,3 +468,14 @@ def test_cross_entropy_is_one_graph_and_its_targets_are_inputs():
     for target in ([0, 1, 2, 1], [2, 2, 0, 1]):
         y = jg.tensor(target)
         assert_same(compiled(logits, y), loss(logits, y))
+
+
+def test_copying_a_traced_tensor_into_a_new_tensor_is_not_a_constant():
+    def f(x):
+        return jg.tensor(x) * 2
+
+    compiled = jg.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in (0, 1):
+            assert_same(compiled(x8(seed)), x8(seed) * 2)

@@ -155,7 +155,7 @@ def _array_from_data(data: Any, dtype: Any) -> np.ndarray:
     inferred: dtypes.dtype | None = None
     if isinstance(data, Tensor):
         warnings.warn(WARN_COPY_CONSTRUCT, UserWarning, stacklevel=3)
-        array = np.array(data._data, copy=True)
+        array = np.array(data._data, copy=True, subok=True)  # keeps a compiler's fake data
     elif isinstance(data, np.ndarray):
         array = np.array(data, copy=True)
         dtypes.check_supported(dtypes.from_numpy_dtype(array.dtype), "tensor")

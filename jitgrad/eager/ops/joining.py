@@ -358,7 +358,7 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
         return repeat_interleave(input.reshape(-1), repeats, 0)
     d = normalize_dim(dim, input._data.ndim)
     if isinstance(repeats, Tensor):
-        counts = np.array(repeats._data, dtype=np.int64).reshape(-1)
+        counts = np.array(repeats._data, dtype=np.int64, subok=True).reshape(-1)
         reps: Any = int(counts[0]) if counts.size == 1 else counts
     else:
         reps = int(repeats)
