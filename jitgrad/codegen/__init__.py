@@ -1,0 +1,1 @@
+"""Numba backend: lowers captured graphs to fused, vectorized kernels."""
