@@ -479,3 +479,18 @@ def test_copying_a_traced_tensor_into_a_new_tensor_is_not_a_constant():
         warnings.simplefilter("ignore")
         for seed in (0, 1):
             assert_same(compiled(x8(seed)), x8(seed) * 2)
+
+
+def test_embedding_lookup_is_captured_and_follows_new_ids():
+    jg.manual_seed(0)
+    emb = nn.Embedding(10, 4)
+
+    def f(idx):
+        return emb(idx).sum(-1)
+
+    report = jg.explain(f)(jg.tensor([1, 2, 3]))
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    compiled = jg.compile(f)
+    for ids in ([1, 2, 3], [9, 0, 9]):
+        idx = jg.tensor(ids)
+        assert_same(compiled(idx), f(idx))

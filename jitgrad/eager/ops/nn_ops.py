@@ -302,7 +302,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
                            f"following scalar types: Long, Int; but got {name} instead; "
                            "convert the ids with .long()")
     rows = weight._data.shape[0]
-    if ids.size and (ids.min() < 0 or ids.max() >= rows):
+    if ids.size and values_known(ids) and (ids.min() < 0 or ids.max() >= rows):
         raise IndexError(f"index out of range in self (ids must be in [0, {rows}); got min "
                          f"{int(ids.min())}, max {int(ids.max())})")
     if padding_idx is not None:
