@@ -443,12 +443,27 @@ def test_training_step_breaks_at_backward_and_step_and_updates_once():
 
 
 def test_values_of_traced_tensors_are_never_baked_into_a_graph():
-    # an entry function that reads a traced index's values (here: indexing with a tensor)
-    # must not freeze trace-time values: each call must index with its own ids
+    # an entry function that reads a traced index's values must not freeze trace-time
+    # values: each call must index with its own ids (a mask index runs at a graph break)
     def f(table, idx):
         return table[idx] * 2
 
     table = x8(shape=(5, 3))
+    compiled = jg.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for mask in ([True, False, True, True, False], [False] * 4 + [True]):
+            idx = jg.tensor(mask)
+            assert_same(compiled(table, idx), f(table, idx))
+
+
+def test_row_lookup_with_a_traced_int_tensor_stays_in_the_graph():
+    def f(table, idx):
+        return table[idx] * 2
+
+    table = x8(shape=(5, 3), requires_grad=True)
+    report = jg.explain(f)(table, jg.tensor([0, 1]))
+    assert report.graph_count == 1 and report.graph_break_count == 0
     compiled = jg.compile(f)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

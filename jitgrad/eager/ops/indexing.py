@@ -26,8 +26,8 @@ from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.joining import along
-from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor, normalize_dim
+from jitgrad.eager.ops.registry import OPS, apply_op, register
+from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
 from jitgrad.eager.views import make_view
 
 
@@ -125,6 +125,12 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     Raises IndexError (out of bounds, too many indices, mask shape) or ValueError
     (slice step <= 0).
     """
+    if isinstance(index, Tensor) and index._data.dtype.kind in "iu" and \
+            not values_known(index._data) and input._data.ndim:
+        # a compiler is tracing and the ids are unknown: take rows with the ids as an op
+        # input (as embedding does), so the captured graph follows new ids on every call
+        return apply_op(OPS["embedding"], (input, index), (input._data, index._data),
+                        {"padding_idx": None})
     basic, advanced = parse_index(input._data.shape, index)
     out = input
     if basic is not None:
