@@ -1,7 +1,8 @@
 """The composition root of the compiler: `jitgrad.compile` and its companions.
 
 Wires the capture layer (`jitgrad.trace`) to a backend: `"eager"` runs captured graphs
-with eager ops (the correctness oracle, and autograd works through it); any callable
+with eager ops (the correctness oracle, and autograd works through it), `"numba"` fuses
+pointwise chains into compiled kernels (jitgrad.codegen); any callable
 `(graph_module, example_inputs) -> callable(*flat_inputs) -> tuple` works too.
 """
 
@@ -11,13 +12,16 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
+from jitgrad.codegen.backend import numba_backend
 from jitgrad.trace import entry, report
+from jitgrad.trace.backends import register_backend
 from jitgrad.trace.disabled import allow_in_graph, disable, graph_break
 from jitgrad.trace.entry import CompiledFunction, CompileError
 
 DEFAULT_BACKEND = "eager"  # becomes "numba" when the codegen backend lands (issue 4)
 
 config.configure_logging()
+register_backend("numba", numba_backend)
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: Any = DEFAULT_BACKEND,  # noqa: A001

@@ -4,7 +4,8 @@ JITGRAD_DISABLE=1      every `jitgrad.compile` runs the original function eagerl
 JITGRAD_LOGS=a,b,...   log channels through the `logging` module (silent by default):
                        graph_breaks, recompiles, guards, graph_code, bytecode, output_code,
                        fusion, perf_hints; "all" enables every channel.
-JITGRAD_CACHE_DIR      where compiled kernels are cached (used by jitgrad.codegen).
+JITGRAD_CACHE_DIR      where compiled kernels are cached (used by jitgrad.codegen);
+                       default $XDG_CACHE_HOME/jitgrad or ~/.cache/jitgrad.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ LOG_CHANNELS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode"
 
 DISABLE = os.environ.get("JITGRAD_DISABLE", "") not in ("", "0")
 LOGS = tuple(c.strip() for c in os.environ.get("JITGRAD_LOGS", "").split(",") if c.strip())
-CACHE_DIR = os.environ.get("JITGRAD_CACHE_DIR") or None
+# default: the user's cache directory (XDG_CACHE_HOME, else ~/.cache), as pip's and numba's
+CACHE_DIR = os.environ.get("JITGRAD_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "jitgrad")
 
 RECOMPILE_LIMIT = 8  # per code object, as torch.compile
 TOTAL_RECOMPILE_LIMIT = 256

@@ -1,0 +1,117 @@
+"""The "numba" backend: fusion groups become kernels, everything else runs as an extern.
+
+Contract (DESIGN.md, Codegen): `numba_backend(gm, example_inputs) -> callable(*flat_inputs)
+-> tuple`. The callable is a `CompiledGraph`: a wrapper GraphModule whose graph is the
+captured one with each fusion group replaced by one call of its `Kernel` (plus
+`operator.getitem` picks when the group writes several outputs). Every other node stays
+as it was, an extern run through its target (OpDefs eagerly, on materialized Tensors),
+so an op without a lowering never fails the compile; the wrapper's generated code deletes
+each intermediate after its last use. Until compiled training lands, a graph whose inputs
+require grad (with grad enabled) runs `gm.forward` itself, so autograd records through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Any
+
+from jitgrad import config
+from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
+from jitgrad.codegen.kernels import Kernel
+from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace.graph import Graph, Node, map_arg
+from jitgrad.trace.graph_module import GraphModule
+
+_LOG = config.logger("output_code")
+
+
+class CompiledGraph:
+    """What the numba backend returns: call it with the graph's flat inputs.
+
+    fusion_groups: the FusionGroups found (for `explain()`); kernels: their Kernels, in the
+    same order; wrapper: the GraphModule that runs them (its `code` is the wrapper source).
+    """
+
+    def __init__(self, wrapper: GraphModule, fusion_groups: list[FusionGroup],
+                 kernels: list[Kernel]) -> None:
+        self.wrapper = wrapper
+        self.fusion_groups = fusion_groups
+        self.kernels = kernels
+        self.forward = wrapper.forward
+
+    def __call__(self, *inputs: Any) -> tuple:
+        return self.forward(*inputs)
+
+
+def numba_backend(gm: GraphModule, example_inputs: list[Any]) -> Any:
+    """Compile `gm` into fused kernels and externs (see the module docstring).
+
+    Returns `gm.forward` when grad mode is on and an example input requires grad;
+    otherwise a CompiledGraph.
+    """
+    if STATE.enabled and any(isinstance(x, Tensor) and x.requires_grad
+                             for x in example_inputs):
+        return gm.forward
+    groups = find_fusion_groups(gm.graph)
+    kernels = [Kernel(group) for group in groups]
+    wrapper = GraphModule(build_wrapper_graph(gm.graph, groups, kernels), gm.attrs)
+    if _LOG.isEnabledFor(logging.INFO):
+        _LOG.info("wrapper of %d kernel(s)\n%s", len(kernels), wrapper.code)
+    return CompiledGraph(wrapper, groups, kernels)
+
+
+def build_wrapper_graph(graph: Graph, groups: list[FusionGroup],
+                        kernels: list[Kernel]) -> Graph:
+    """A copy of `graph` in which each group is one call of its kernel, at its last member.
+
+    Group members that are not materialized disappear; readers of a materialized member
+    read the kernel's result (or its getitem pick).
+    """
+    wrapper = Graph()
+    copies: dict[Node, Any] = {}
+    group_at = {group.nodes[-1]: (group, kernel)
+                for group, kernel in zip(groups, kernels, strict=True)}
+    members = {node for group in groups for node in group.nodes}
+
+    def copy(value: Any) -> Any:
+        return map_arg(value, copies.__getitem__)
+
+    for node in graph.nodes:
+        if node in group_at:
+            group, kernel = group_at[node]
+            _emit_kernel_call(wrapper, group, kernel, copies)
+        elif node in members:
+            continue
+        elif node.op == "placeholder":
+            copies[node] = wrapper.placeholder(node.target, node.meta.get("val"))
+        elif node.op == "get_attr":
+            copies[node] = wrapper.get_attr(node.target, graph.attrs[node.target])
+        elif node.op == "output":
+            wrapper.output(copy(node.args))
+        else:
+            copies[node] = _copy_meta(node, wrapper.call_function(
+                node.target, copy(node.args), copy(node.kwargs), name=node.name))
+    return wrapper
+
+
+def _emit_kernel_call(wrapper: Graph, group: FusionGroup, kernel: Kernel,
+                      copies: dict[Node, Any]) -> None:
+    args = tuple(copies[n] for n in group.inputs)
+    if len(group.outputs) == 1:
+        output = group.outputs[0]
+        copies[output] = _copy_meta(output, wrapper.call_function(kernel, args,
+                                                                  name=output.name))
+        return
+    call = wrapper.call_function(kernel, args, name=group.name)
+    for index, output in enumerate(group.outputs):
+        copies[output] = _copy_meta(output, wrapper.call_function(
+            operator.getitem, (call, index), name=output.name))
+
+
+def _copy_meta(source: Node, copy: Node) -> Node:
+    for key in ("val", "source"):
+        if key in source.meta:
+            copy.meta[key] = source.meta[key]
+    return copy

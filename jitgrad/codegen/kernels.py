@@ -1,0 +1,225 @@
+"""Kernel source for a `FusionGroup` (`lower_group`) and the `Kernel` that runs it.
+
+Note [Kernel layout]: a kernel is shape-generic. Every operand (outputs first, then
+inputs) reaches it as a flat 1-D array over its memory plus an element offset and one
+element stride per iteration dimension (0 where it broadcasts, negative where flipped);
+the iteration sizes are an argument too. So the source depends only on the group's
+ops, dtypes and rank, and a new shape reuses both the source and numba's disk cache.
+The Python side (`Kernel.__call__`) allocates outputs with numpy (DESIGN.md: numpy's
+allocator is far faster than allocation inside @njit for large buffers), drops size-1
+dimensions and coalesces dimensions that are contiguous for every operand (as PyTorch's
+TensorIterator does), so a contiguous tensor of any rank runs as one long inner loop.
+The inner loop has a dense branch (every operand's inner stride is 1, indices `base + i`)
+that LLVM vectorizes, and a strided branch. Above PARALLEL_THRESHOLD elements, and when
+numba has more than one thread (NUMBA_NUM_THREADS), a `prange` variant splits the outer
+dimension across threads.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from jitgrad import config
+from jitgrad.codegen import cache
+from jitgrad.codegen.fusion import FusionGroup, describe_node
+from jitgrad.codegen.lowering import lower_node
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace.graph import Node
+
+FASTMATH = ("reassoc", "contract", "arcp", "nsz", "afn")  # keeps NaN/inf semantics
+PARALLEL_THRESHOLD = 1 << 17  # elements; below it, threads cost more than they save
+MIN_RANK = 2  # kernels loop over at least 2 dims, so a 1-D job can be split for prange
+
+_LOG = config.logger("output_code")
+
+
+def lower_group(group: FusionGroup) -> tuple[str, str]:
+    """The kernel module computing `group` (see Note [Kernel layout]): (header, body).
+
+    The header comment names the fused graph nodes and their user file:line; the body is
+    the code, which alone names the cache file (the same code reached from another line
+    reuses it, header and all).
+
+    The module defines `kernel(sizes, strides, offsets, out0, ..., in0, ...)` (serial) and
+    `kernel_parallel` (same arguments, prange over the outer dimension); sizes is int64
+    (rank,), strides int64 (operands, rank) in elements, offsets int64 (operands,).
+    """
+    rank = max(MIN_RANK, len(group.shape))
+    operands = [f"out{k}" for k in range(len(group.outputs))] + \
+               [f"in{k}" for k in range(len(group.inputs))]
+    header = [f"# jitgrad kernel {group.name} over {list(group.shape)}: "
+              f"{len(group.nodes)} fused node(s)"]
+    header += [f"#   {describe_node(n)}" for n in group.nodes]
+    header += [f"# out{k} = %{n.name}" for k, n in enumerate(group.outputs)]
+    header += [f"# in{k} = %{n.name}" for k, n in enumerate(group.inputs)]
+    fastmath = "{" + ", ".join(repr(f) for f in FASTMATH) + "}"
+    lines = ["import math", "", "import numpy as np",
+             "from numba import config as numba_config", "from numba import njit, prange", "",
+             f"OPTIONS = dict(cache=True, error_model='numpy', fastmath={fastmath}, nogil=True)",
+             "THREADS = numba_config.NUMBA_NUM_THREADS", ""]
+    body = _element_body(group)
+    for name, outer, extra in (("kernel", "range", ""), ("kernel_parallel", "prange",
+                                                         ", parallel=True")):
+        lines += ["", f"@njit(**OPTIONS{extra})",
+                  f"def {name}(sizes, strides, offsets, {', '.join(operands)}):"]
+        lines += _loop_nest(rank, len(operands), operands, body, outer)
+        lines.append("")
+    return "\n".join(header) + "\n", "\n".join(lines)
+
+
+def _element_body(group: FusionGroup) -> list[str]:
+    """Statements computing one element; `{in0}` etc. stand for the operands' indices."""
+    names: dict[Node, str] = {}
+    lines = []
+    for k, node in enumerate(group.inputs):
+        names[node] = f"x{k}"
+        lines.append(f"x{k} = in{k}[{{in{k}}}]")
+    for k, node in enumerate(group.nodes):
+        expression = lower_node(node, names)
+        assert expression is not None, f"{node!r} was grouped but does not lower"
+        dtype = node.meta["val"].dtype.np
+        names[node] = f"v{k}"
+        cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
+        lines.append(f"v{k} = {cast}  # %{node.name}")
+    for k, node in enumerate(group.outputs):
+        lines.append(f"out{k}[{{out{k}}}] = {names[node]}")
+    return lines
+
+
+def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
+               outer: str) -> list[str]:
+    lines = [f"    n{d} = sizes[{d}]" for d in range(rank)]
+    lines += [f"    s{k}_{d} = strides[{k}, {d}]" for k in range(count) for d in range(rank)]
+    inner = rank - 1
+    dense = " and ".join(f"s{k}_{inner} == 1" for k in range(count))
+    lines.append(f"    dense = {dense}")
+    indent = "    "
+    previous = [f"offsets[{k}]" for k in range(count)]
+    for d in range(inner):
+        loop = outer if d == 0 else "range"
+        lines.append(f"{indent}for i{d} in {loop}(n{d}):")
+        indent += "    "
+        for k in range(count):
+            lines.append(f"{indent}b{k}_{d} = {previous[k]} + i{d} * s{k}_{d}")
+        previous = [f"b{k}_{d}" for k in range(count)]
+    for branch, step in (("if dense:", lambda k: ""), ("else:", lambda k: f" * s{k}_{inner}")):
+        lines.append(f"{indent}{branch}")
+        lines.append(f"{indent}    for j in range(n{inner}):")
+        indices = {op: f"{previous[k]} + j{step(k)}" for k, op in enumerate(operands)}
+        lines += [f"{indent}        {line.format(**indices)}" for line in body]
+    return lines
+
+
+class Kernel:
+    """A compiled fusion group: call it with one value per group input (Tensors or numbers).
+
+    Returns the materialized outputs: a Tensor, or a tuple of them when the group has
+    several. `source` is the kernel module's text, `path` its file in the cache.
+    """
+
+    def __init__(self, group: FusionGroup, directory: Path | None = None) -> None:
+        self.name = group.name
+        self.shape = tuple(group.shape)
+        self.rank = max(MIN_RANK, len(self.shape))
+        self.numel = int(np.prod(self.shape, dtype=np.int64))
+        self.out_dtypes = [n.meta["val"].dtype.np for n in group.outputs]
+        header, body = lower_group(group)
+        self.source = header + body
+        self.path = cache.write_kernel(header, body, directory)
+        if _LOG.isEnabledFor(logging.INFO):
+            _LOG.info("%s (%s)\n%s", self.name, self.path, self.source)
+        module = cache.load_kernel_module(self.path)
+        self._serial = module.kernel
+        self._parallel = module.kernel_parallel
+        self._threads = module.THREADS
+        self.__name__ = self.name  # the wrapper's generated code names its callees
+
+    def __call__(self, *values: Any) -> Any:
+        outs = [np.empty(self.shape, dtype) for dtype in self.out_dtypes]
+        if self.numel:
+            arrays = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in values]
+            self._launch(outs + arrays)
+        if len(outs) == 1:
+            return Tensor._make(outs[0])
+        return tuple(Tensor._make(out) for out in outs)
+
+    def _launch(self, arrays: list[np.ndarray]) -> None:
+        flats, offsets, strides = zip(*(flat_view(a, self.shape) for a in arrays), strict=True)
+        sizes, strides = coalesce(self.shape, list(strides))
+        offsets_array = np.array(offsets, dtype=np.int64)
+        if self.numel < PARALLEL_THRESHOLD or self._threads < 2:
+            self._serial(*pad_layout(sizes, strides, self.rank), offsets_array, *flats)
+            return
+        if len(sizes) == 1:  # one long loop: split it so prange has rows to share out
+            self._launch_split(sizes[0], [s[0] for s in strides], offsets_array, flats)
+            return
+        self._parallel(*pad_layout(sizes, strides, self.rank), offsets_array, *flats)
+
+    def _launch_split(self, n: int, steps: list[int], offsets: np.ndarray,
+                      flats: tuple) -> None:
+        chunk = max(4096, -(-n // (8 * self._threads)))
+        rows = n // chunk
+        sizes, strides = pad_layout([rows, chunk], [[s * chunk, s] for s in steps], self.rank)
+        self._parallel(sizes, strides, offsets, *flats)
+        rest = n - rows * chunk
+        if rest:
+            tail = offsets + np.array(steps, dtype=np.int64) * (rows * chunk)
+            self._serial(*pad_layout([rest], [[s] for s in steps], self.rank), tail, *flats)
+
+
+def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int, list[int]]:
+    """A 1-D view over `array`'s memory, the element offset of its first element, and its
+    element strides along each dimension of the iteration `shape` (0 where it broadcasts)."""
+    itemsize = array.itemsize
+    pad = len(shape) - array.ndim
+    steps = [0] * pad
+    for size, stride, extent in zip(array.shape, array.strides, shape[pad:], strict=True):
+        assert stride % itemsize == 0, "tensor strides are whole elements"
+        steps.append(0 if size == 1 and extent != 1 else stride // itemsize)
+    if array.flags.c_contiguous:
+        return array.reshape(-1), 0, steps
+    flipped = tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)
+    lowest = array[flipped]
+    span_bytes = sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides, strict=True))
+    offset = sum((n - 1) * -s for n, s in zip(array.shape, array.strides, strict=True) if s < 0)
+    flat = as_strided(lowest, shape=(span_bytes // itemsize + 1,), strides=(itemsize,))
+    return flat, offset // itemsize, steps
+
+
+def coalesce(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int],
+                                                                        list[list[int]]]:
+    """Drop size-1 dims and merge neighbours contiguous for every operand.
+
+    Returns (sizes, per-operand strides), at least one dimension.
+    """
+    sizes: list[int] = []
+    merged: list[list[int]] = [[] for _ in strides]
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        if sizes and all(m[-1] == s[d] * size for m, s in zip(merged, strides, strict=True)):
+            sizes[-1] *= size
+            for m, s in zip(merged, strides, strict=True):
+                m[-1] = s[d]
+            continue
+        sizes.append(size)
+        for m, s in zip(merged, strides, strict=True):
+            m.append(s[d])
+    if not sizes:
+        return [1], [[0] for _ in strides]
+    return sizes, merged
+
+
+def pad_layout(sizes: list[int], strides: list[list[int]],
+               rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """sizes/strides as int64 arrays of `rank` dims, padded with leading size-1 dims."""
+    pad = rank - len(sizes)
+    assert pad >= 0, "coalescing never adds dimensions"
+    size_array = np.array([1] * pad + sizes, dtype=np.int64)
+    stride_array = np.array([[0] * pad + s for s in strides], dtype=np.int64)
+    return size_array, stride_array
