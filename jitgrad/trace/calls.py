@@ -291,6 +291,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     if value is disabled.graph_break:
         raise Unsupported("EXPLICIT_BREAK", "jitgrad.graph_break() was called")
     if disabled.is_allowed_in_graph(value):
+        if fn.source is not None:
+            tx.ctx.guard_identity(fn)
         return tx.ctx.opaque_call(value, [to_python(tx, a) for a in args],
                                   {k: to_python(tx, v) for k, v in kwargs.items()})
     if _is_constant_math(value) and not any(isinstance(a, TensorVar) for a in args):
@@ -309,6 +311,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     if isinstance(value, types.FunctionType) and tx.ctx.is_user_function(value):
         return tx.ctx.inline_function(tx, value, fn, args, kwargs)
     if tx.ctx.is_jitgrad_callable(value):
+        if fn.source is not None:  # the same name may hold another function next call
+            tx.ctx.guard_identity(fn)
         return run_real(tx, value, [to_python(tx, a) for a in args],
                         {k: to_python(tx, v) for k, v in kwargs.items()})
     raise Unsupported("UNSUPPORTED_CALL", f"call to {_name(value)}, which the tracer does not "

@@ -79,13 +79,18 @@ class CodeCache:
         self.eager_reason: str | None = None  # set when the frame runs eagerly from now on
 
 
-_CACHES: dict[int, CodeCache] = {}
+_CACHES: dict[tuple[int, int], CodeCache] = {}
 _TOTAL = {"compiles": 0}
 
 
-def cache_for(code: types.CodeType) -> CodeCache:
-    """The cache of `code`, keyed by identity and dropped when the code object dies."""
-    key = id(code)
+def cache_for(fn: types.FunctionType) -> CodeCache:
+    """The cache of `fn`'s code object, keyed by identity and dropped when the code dies.
+
+    Functions sharing code but closing over different cells (two closures made by one
+    factory) get separate caches: a guard reads the cells of the function it was built for.
+    """
+    code = fn.__code__
+    key = (id(code), id(fn.__closure__) if fn.__closure__ else 0)
     cache = _CACHES.get(key)
     if cache is None:
         cache = _CACHES[key] = CodeCache()
@@ -103,7 +108,8 @@ def reset() -> None:
 
 def forget(compiled: CompiledFunction) -> None:
     """Drop the cache of one compiled function's code object (used by explain)."""
-    _CACHES.pop(id(compiled._function.__code__), None)
+    fn = compiled._function
+    _CACHES.pop((id(fn.__code__), id(fn.__closure__) if fn.__closure__ else 0), None)
 
 
 class CompiledFunction:
@@ -127,7 +133,7 @@ class CompiledFunction:
             args = (self._bound_self, *args)
         if config.DISABLE:
             return self._function(*args, **kwargs)
-        cache = cache_for(self._function.__code__)
+        cache = cache_for(self._function)
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
                 entry.hits += 1
@@ -188,7 +194,7 @@ class CompiledFunction:
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
         fn = self._function
-        dynamic = cache_for(fn.__code__).dynamic_numbers
+        dynamic = cache_for(fn).dynamic_numbers
         try:
             result, plan = trace_function(fn, args, kwargs, dynamic_numbers=dynamic), None
         except Unsupported as err:
@@ -258,7 +264,7 @@ class CompiledFunction:
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             # numbers handed over on the stack (e.g. a `.item()` result) are graph inputs
             # from the start: they come from data, so they change (Note [Unspecialized numbers])
-            cache_for(fn.__code__).dynamic_numbers = frozenset(
+            cache_for(fn).dynamic_numbers = frozenset(
                 LocalSource(f"___stack{i}") for i in range(n_stack))
             self._resumes[key] = CompiledFunction(fn, self._backend, False)
         return self._resumes[key]
@@ -266,11 +272,10 @@ class CompiledFunction:
     def show(self) -> str:
         """Readable source of every compiled entry: guards, graph, runner, and recursively
         the resume functions it calls (what `jitgrad.show(fn)` prints)."""
-        cache = _CACHES.get(id(self._function.__code__))
+        cache = cache_for(self._function)
         name = self._qualname()
-        if cache is None or not cache.entries:
-            reason = (cache.eager_reason if cache is not None else None) or \
-                "it has not been called yet"
+        if not cache.entries:
+            reason = cache.eager_reason or "it has not been called yet"
             return f"# {name}: no compiled entry ({reason})\n"
         parts = []
         for i, entry in enumerate(cache.entries):

@@ -119,6 +119,9 @@ class TraceContext:
             self._guarded.discard(("EQUALS_MATCH", var.source))
             self._guard("ID_MATCH", var.source, var.value)
 
+    def guard_identity(self, var: ObjectVar) -> None:
+        self._guard("ID_MATCH", var.source, var.value)
+
     def guard_type(self, var: ObjectVar) -> None:
         self._guard("TYPE_MATCH", var.source, type(var.value))
 

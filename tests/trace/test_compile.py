@@ -509,3 +509,13 @@ def test_embedding_lookup_is_captured_and_follows_new_ids():
     for ids in ([1, 2, 3], [9, 0, 9]):
         idx = jg.tensor(ids)
         assert_same(compiled(idx), f(idx))
+
+
+def test_closures_over_different_functions_do_not_share_entries():
+    def make(op):
+        return lambda a, b: op(a, b)
+
+    x, y = x8(0), x8(1)
+    added, subtracted = jg.compile(make(jg.add)), jg.compile(make(jg.sub))
+    assert_same(added(x, y), x + y)
+    assert_same(subtracted(x, y), x - y)
