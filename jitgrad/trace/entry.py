@@ -222,6 +222,7 @@ class CompiledFunction:
         if plan is not None:
             report.record_break(break_reason)
         report.record_graph(graph)
+        report.record_fusion_groups([str(g) for g in getattr(compiled, "fusion_groups", ())])
         report.record_guards(guard_source)
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)

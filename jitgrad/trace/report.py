@@ -59,7 +59,8 @@ class FrameOutcome:
 class ExplainOutput:
     """What `jitgrad.explain(fn)(*args)` saw while running `fn` once for real.
 
-    graphs: every Graph compiled during the call; graph_break_count: real breaks (a frame
+    graphs: every Graph compiled during the call; fusion_groups: per graph, the backend's
+    fusion groups as printable listings (the numba backend's kernels; empty for eager); graph_break_count: real breaks (a frame
     that ran wholly eagerly is a frame outcome, not a break); guards: generated guard
     source per compiled entry; ops_per_graph: call_function nodes per graph; compile_times:
     seconds per phase (trace, backend, guards).
@@ -70,6 +71,7 @@ class ExplainOutput:
     frame_outcomes: list[FrameOutcome] = dataclasses.field(default_factory=list)
     guards: list[str] = dataclasses.field(default_factory=list)
     recompile_reasons: list[str] = dataclasses.field(default_factory=list)
+    fusion_groups: list[list[str]] = dataclasses.field(default_factory=list)
     compile_times: dict[str, float] = dataclasses.field(default_factory=dict)
     result: Any = None
 
@@ -101,6 +103,9 @@ class ExplainOutput:
         for i, graph in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines += ["  " + line for line in str(graph).splitlines()]
+        for i, groups in enumerate(self.fusion_groups):
+            lines.append(f"Fusion groups of graph {i}:")
+            lines += ["  " + line for group in groups for line in str(group).splitlines()]
         for i, guard in enumerate(self.guards):
             lines.append(f"Guards of entry {i}:")
             lines += ["  " + line for line in guard.splitlines()]
@@ -139,6 +144,12 @@ def record_outcome(outcome: FrameOutcome) -> None:
     for out in recorders():
         out.frame_outcomes.append(outcome)
     config.logger("graph_breaks").info("frame outcome: %s", outcome)
+
+
+def record_fusion_groups(groups: list[str]) -> None:
+    """The backend's fusion groups of the graph just compiled (empty for "eager")."""
+    for out in recorders():
+        out.fusion_groups.append(groups)
 
 
 def record_guards(source: str) -> None:
