@@ -60,10 +60,10 @@ class ExplainOutput:
     """What `jitgrad.explain(fn)(*args)` saw while running `fn` once for real.
 
     graphs: every Graph compiled during the call; fusion_groups: per graph, the backend's
-    fusion groups as printable listings (the numba backend's kernels; empty for eager); graph_break_count: real breaks (a frame
-    that ran wholly eagerly is a frame outcome, not a break); guards: generated guard
-    source per compiled entry; ops_per_graph: call_function nodes per graph; compile_times:
-    seconds per phase (trace, backend, guards).
+    fusion groups as printable listings (the numba backend's kernels; empty for eager);
+    graph_break_count: real breaks (a frame that ran wholly eagerly is a frame outcome, not
+    a break); guards: generated guard source per compiled entry; ops_per_graph:
+    call_function nodes per graph; compile_times: seconds per phase (trace, backend, guards).
     """
 
     graphs: list[Any] = dataclasses.field(default_factory=list)
