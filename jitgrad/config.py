@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 
 LOG_CHANNELS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode",
                 "output_code", "fusion", "perf_hints")
@@ -43,8 +44,13 @@ def logger(channel: str) -> logging.Logger:
 
 
 def configure_logging() -> None:
-    """Attach a stderr handler to every channel named in JITGRAD_LOGS."""
-    for channel in enabled_channels():
+    """Attach a stderr handler to every channel named in JITGRAD_LOGS (a typo warns)."""
+    try:
+        channels = enabled_channels()
+    except ValueError as err:
+        warnings.warn(str(err), UserWarning, stacklevel=2)
+        channels = enabled_channels(tuple(c for c in LOGS if c in LOG_CHANNELS or c == "all"))
+    for channel in channels:
         log = logger(channel)
         if not log.handlers:
             handler = logging.StreamHandler()
