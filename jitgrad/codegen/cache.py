@@ -4,8 +4,10 @@ Note [Kernel cache]: numba's `cache=True` cannot cache functions made by `exec`;
 a real file, and keys its own cache (`__pycache__/*.nbi`, `*.nbc` next to the file) by
 that file's path and modification time. So each kernel source is written once to
 `<cache dir>/kernels/k_<hash>.py`, where the hash covers the code (not its header
-comment), the numba and jitgrad versions and the CPU (name and features): a change to
-any of them is a new file, never a stale compile. Files are written to a temporary
+comment), the numba and jitgrad versions, the CPU (name and features) and the source of
+jitgrad/codegen/mathlib.py (kernels call its functions, and numba's cache does not notice
+a change in a called function): a change to any of them is a new file, never a stale
+compile. Files are written to a temporary
 name and `os.replace`d into place (atomic on POSIX), and never rewritten when present
 (rewriting would change the mtime and invalidate numba's cache), so two processes
 compiling the same kernel at once both succeed: both write identical bytes, the last
@@ -37,13 +39,16 @@ def cache_dir() -> Path:
 
 @functools.cache
 def environment_key() -> str:
-    """What else a compiled kernel depends on: the numba and jitgrad versions and the CPU."""
+    """What else a compiled kernel depends on: the numba and jitgrad versions, the CPU and
+    the math library the kernels call (mathlib.py's source hash)."""
     import llvmlite.binding as llvm  # a dependency of numba; only loaded to name the CPU
 
+    mathlib_source = Path(__file__).with_name("mathlib.py").read_bytes()
     parts = [
         "numba " + importlib.metadata.version("numba"),
         "jitgrad " + _jitgrad_version(),
         "cpu " + llvm.get_host_cpu_name() + " " + llvm.get_host_cpu_features().flatten(),
+        "mathlib " + hashlib.sha256(mathlib_source).hexdigest(),
     ]
     return "\n".join(parts)
 

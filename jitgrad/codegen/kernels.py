@@ -60,6 +60,7 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
     fastmath = "{" + ", ".join(repr(f) for f in FASTMATH) + "}"
     lines = ["import math", "", "import numpy as np",
              "from numba import config as numba_config", "from numba import njit, prange", "",
+             "from jitgrad.codegen import mathlib", "",
              f"OPTIONS = dict(cache=True, error_model='numpy', fastmath={fastmath}, nogil=True)",
              "THREADS = numba_config.NUMBA_NUM_THREADS", ""]
     body = _element_body(group)

@@ -5,9 +5,12 @@ output, given its operands as source text (`args`: local names inside the kernel
 or literals for Python numbers; None for absent optional operands such as clamp's
 bounds). `e` is the `Emitter` of that node: `e.const(v)` writes a literal in the node's
 compute dtype (so `x * 2.0` stays float32, as numpy's weak scalars do), `e.call(name, x)`
-calls a math function. The kernel casts each node's value to the node's output dtype, so
-a lowering need not. A lowering returns None when it cannot lower this particular call
-(e.g. pow on integers); the node then runs as an extern.
+calls a math function: the vectorizable one of jitgrad/codegen/mathlib.py for that dtype
+where it has one (`mathlib.exp_f32(...)`; the kernel module imports `mathlib`), else
+numba's `math.<name>` (a scalar libm call; DESIGN.md, Codegen). The kernel casts each
+node's value to the node's output dtype, so a lowering need not. A lowering returns None
+when it cannot lower this particular call (e.g. pow on integers); the node then runs as
+an extern.
 
 NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see `_maximum`), and
 nothing relies on fastmath's nnan/ninf (DESIGN.md, Codegen).
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.codegen.mathlib import FUNCTIONS
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.trace.graph import Node
 
@@ -33,6 +37,8 @@ KERNEL_DTYPES = frozenset(np.dtype(n) for n in (
 # math-module functions numba compiles for float32 and float64 scalars
 MATH_FUNCTIONS = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin",
                             "cos", "tan", "tanh", "erf"})
+# integer exponents x**c expands to products (mathlib's pow is for other float exponents)
+PRODUCT_EXPONENTS = frozenset({2, 3, 4})
 
 
 class Emitter:
@@ -58,10 +64,16 @@ class Emitter:
             ("np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf"))
         return f"np.{self.dtype.name}({text})"
 
-    def call(self, name: str, x: str) -> str:
-        """`name(x)` with the kernel's math function of that name (see MATH_FUNCTIONS)."""
-        assert name in MATH_FUNCTIONS, f"no kernel math function {name}"
-        return f"math.{name}({x})"
+    def call(self, name: str, *args: str) -> str:
+        """`name(*args)` in the compute dtype: mathlib's function `FUNCTIONS[(name, dtype)]`
+        (arguments cast to the dtype, so a mixed-dtype operand does not make numba compile
+        another specialization), else `math.<name>` (see MATH_FUNCTIONS)."""
+        function = FUNCTIONS.get((name, self.dtype))
+        if function is not None:
+            cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
+            return f"mathlib.{function.__name__}({cast})"
+        assert name in MATH_FUNCTIONS, f"no kernel math function {name} for {self.dtype}"
+        return f"math.{name}({', '.join(args)})"
 
 
 Lowering = Callable[..., "str | None"]
@@ -120,7 +132,7 @@ def _abs(e: Emitter, x: str) -> str:
 
 @lowers("rsqrt")
 def _rsqrt(e: Emitter, x: str) -> str | None:
-    return f"({e.const(1)} / {e.call('sqrt', x)})" if e.dtype.kind == "f" else None
+    return e.call("rsqrt", x) if e.dtype.kind == "f" else None
 
 
 @lowers("reciprocal")
@@ -144,7 +156,7 @@ def _relu(e: Emitter, x: str) -> str:
 def _sigmoid(e: Emitter, x: str) -> str | None:
     if e.dtype.kind != "f":
         return None
-    return f"({e.const(1)} / ({e.const(1)} + {e.call('exp', f'(-{x})')}))"
+    return e.call("sigmoid", x)
 
 
 @lowers("silu")
@@ -245,11 +257,11 @@ def _to_dtype(e: Emitter, x: str, np_dtype: np.dtype) -> str:
 def _pow(e: Emitter, x: str, exponent: Any) -> str | None:
     if e.dtype.kind != "f" or isinstance(exponent, bool):
         return None
-    if exponent == 2:
-        return f"({x} * {x})"
+    if exponent in PRODUCT_EXPONENTS:
+        return "(" + " * ".join([x] * int(exponent)) + ")"
     if exponent == 0.5:
         return e.call("sqrt", x)
-    return f"({x} ** {e.const(exponent)})"
+    return e.call("pow", x, e.const(exponent))
 
 
 def is_lowerable(op: Any) -> bool:

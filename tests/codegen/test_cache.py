@@ -1,5 +1,6 @@
 """The kernel disk cache: content-hashed names, atomic user-only writes, concurrent compiles."""
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -18,6 +19,23 @@ def test_key_changes_with_the_code_and_not_with_the_header(tmp_path):
     assert first == again != other
     assert first.read_text() == "# from a.py:1\nX = 1\n"
     assert cache.load_kernel_module(other).X == 2
+
+
+def test_key_covers_the_math_library_kernels_call(monkeypatch):
+    # numba's cache=True does not see a change in mathlib's functions: the file name must
+    mathlib_source = (ROOT / "jitgrad" / "codegen" / "mathlib.py").read_bytes()
+    assert hashlib.sha256(mathlib_source).hexdigest() in cache.environment_key()
+    before = cache.kernel_key("X = 1\n")
+    cache.environment_key.cache_clear()
+    real_read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: real_read_bytes(self) + b"# edited\n"
+                        if self.name == "mathlib.py" else real_read_bytes(self))
+    try:
+        assert cache.kernel_key("X = 1\n") != before
+    finally:
+        monkeypatch.undo()
+        cache.environment_key.cache_clear()
+    assert cache.kernel_key("X = 1\n") == before
 
 
 def test_directory_is_user_only_and_no_temporary_files_remain(tmp_path):
