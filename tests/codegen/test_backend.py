@@ -79,6 +79,25 @@ def test_kernels_call_the_vectorizable_math_library(name, calls):
         "mathlib.", ""), source
 
 
+def test_dense_inner_loop_loads_and_stores_vectors():
+    # numba disables LLVM inspection of cache=True functions: recompile the source uncached
+    case = CASES["gelu_tanh"]
+    tensors = case.tensors(case.arrays(np.float32), requires_grad=False)
+    fn, produced = compile_numba(user_function(case.fn, 1))
+    fn(*tensors)
+    namespace = {}
+    source = produced[0].kernels[0].source.replace("cache=True", "cache=False")
+    exec(compile(source, "kernel", "exec"), namespace)
+    kernel = namespace["kernel"]
+    data = np.linspace(-3, 3, 64, dtype=np.float32)
+    out = np.empty_like(data)
+    layout = np.array([[0, 1], [0, 1]], dtype=np.int64)
+    kernel(np.array([1, 64]), layout, np.zeros(2, np.int64), out, data)
+    np.testing.assert_allclose(out, case.fn(jg.tensor(data)).numpy(), rtol=2e-6, atol=1e-6)
+    ir = kernel.inspect_llvm(kernel.signatures[0])
+    assert "load <8 x float>" in ir and "store <8 x float>" in ir
+
+
 def _chain(x, y):
     return jg.tanh(x * 2.0 + y).exp() - x
 
