@@ -6,8 +6,10 @@ captured one with each fusion group replaced by one call of its `Kernel` (plus
 `operator.getitem` picks when the group writes several outputs). Every other node stays
 as it was, an extern run through its target (OpDefs eagerly, on materialized Tensors),
 so an op without a lowering never fails the compile; the wrapper's generated code deletes
-each intermediate after its last use. Until compiled training lands, a graph whose inputs
-require grad (with grad enabled) runs `gm.forward` itself, so autograd records through it.
+each intermediate after its last use. softmax, log_softmax and layer_norm over the last
+dim run on the row kernels of `reductions.py` (a `RowKernel` in place of the OpDef).
+Until compiled training lands, a graph whose inputs require grad (with grad enabled)
+runs `gm.forward` itself, so autograd records through it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
+from jitgrad.codegen.reductions import row_kernel_for
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Graph, Node, map_arg
@@ -91,8 +94,9 @@ def build_wrapper_graph(graph: Graph, groups: list[FusionGroup],
         elif node.op == "output":
             wrapper.output(copy(node.args))
         else:
+            target = row_kernel_for(node) or node.target
             copies[node] = _copy_meta(node, wrapper.call_function(
-                node.target, copy(node.args), copy(node.kwargs), name=node.name))
+                target, copy(node.args), copy(node.kwargs), name=node.name))
     return wrapper
 
 
