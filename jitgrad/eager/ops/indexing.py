@@ -333,6 +333,8 @@ def _dim_select_index(input: Tensor, dim: int, index: Tensor, name: str) -> tupl
     if idx.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector (got shape "
                          f"{list(idx.shape)})")
+    if not values_known(idx):  # a compiler's fake index: kept fake, so the op runs eagerly
+        return d, idx.reshape(-1).astype(np.int64, copy=False)
     size = input._data.shape[d]
     bad = idx[(idx >= size) | (idx < 0)]  # negative indices are out of range here too
     if bad.size:
@@ -377,6 +379,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     flat = input.reshape(-1)
     idx = index._data
     size = flat._data.shape[0]
+    if not values_known(idx):  # a compiler's fake index: kept fake, so the op runs eagerly
+        return apply_op(TAKE, (flat,), (flat._data,), {"index": (idx,)})
     bad = idx[(idx >= size) | (idx < -size)]
     if bad.size:
         raise IndexError(f"out of range: tried to access index {bad.reshape(-1)[0]} on a tensor of "
@@ -391,7 +395,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask (got {mask.dtype})")
     shape = np.broadcast_shapes(input._data.shape, m.shape)
     x = input if input._data.shape == shape else input.expand(shape)
-    positions = np.nonzero(np.broadcast_to(m, shape))
+    positions = np.nonzero(np.broadcast_to(m, shape, subok=True))  # a fake mask stays fake
     return apply_op(MASKED_SELECT, (x,), (x._data,), {"index": positions})
 
 
