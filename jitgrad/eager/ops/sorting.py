@@ -86,7 +86,7 @@ def values_and_indices(input: Tensor, index: Tensor, dim: int, keepdim: bool,
                        result: type) -> Any:
     """`result(values, indices)` for indices computed with keepdim=True along `dim`."""
     values = take_along(input, index, dim, squeeze=not keepdim)
-    return result(values, index if keepdim else Tensor._make(index._data.squeeze(dim)))
+    return result(values, index if keepdim else index.squeeze(dim))  # an op: traceable
 
 
 def of_0d(input: Tensor, result: type) -> Any:
