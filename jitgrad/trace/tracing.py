@@ -348,6 +348,15 @@ class TraceContext:
         return result
 
 
+def _bound_value(var: Var) -> Any:
+    """The real value bound to a parameter (`*args` arrive as a tuple, `**kwargs` a dict)."""
+    if isinstance(var, TupleVar):
+        return tuple(v.value for v in var.items)
+    if isinstance(var, DictVar):
+        return {k: v.value for k, v in var.items.items()}
+    return var.value
+
+
 def is_user_code(fn: Any) -> bool:
     """Python functions outside the stdlib, site-packages and jitgrad itself."""
     if not isinstance(fn, types.FunctionType):
@@ -448,7 +457,8 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
                             {k: ConstVar(v) for k, v in (fn.__kwdefaults__ or {}).items()},
                             [ConstVar(a) for a in args], {k: ConstVar(v) for k, v in
                                                           kwargs.items()})
-    locals_ = {name: ctx.wrap_value(var.value, LocalSource(name)) for name, var in params.items()}
+    locals_ = {name: ctx.wrap_value(_bound_value(var), LocalSource(name))
+               for name, var in params.items()}
     cells = {name: CellVar(contents=ctx.wrap_value(cell.cell_contents, ClosureSource(name)),
                            source=ClosureSource(name))
              for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=True)}

@@ -519,3 +519,16 @@ def test_closures_over_different_functions_do_not_share_entries():
     added, subtracted = jg.compile(make(jg.add)), jg.compile(make(jg.sub))
     assert_same(added(x, y), x + y)
     assert_same(subtracted(x, y), x - y)
+
+
+def test_star_args_and_star_kwargs_of_the_compiled_function():
+    def f(x, *rest, scale=1.0, **extra):
+        total = x * scale
+        for t in rest:
+            total = total + t
+        return total + extra.get("bias", 0)
+
+    report = jg.explain(f)(x8(0), x8(1), x8(2), scale=2.0, bias=1.0)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    compiled = jg.compile(f)
+    assert_same(compiled(x8(0), x8(1), scale=3.0), f(x8(0), x8(1), scale=3.0))
