@@ -147,19 +147,8 @@ def sweep(name, dtype):
     return np.concatenate([dense, wide])
 
 
-FUNCTION_NAMES = [
-    "exp",
-    "expm1",
-    "log",
-    "log1p",
-    "tanh",
-    "sigmoid",
-    "erf",
-    "sin",
-    "cos",
-    "sqrt",
-    "rsqrt",
-]
+# every unary function of the library (pow takes two arguments and has its own tests)
+FUNCTION_NAMES = sorted({name for name, _ in FUNCTIONS} - {"pow"})
 DTYPES = [F32, F64]
 
 
