@@ -46,6 +46,8 @@ from jitgrad.eager.tensor import Size, Tensor, device
 from jitgrad.eager.type_info import finfo, iinfo
 
 from jitgrad import autograd, cuda, linalg, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
+from jitgrad import accelerator, amp, backends, distributed  # noqa: E402  (torch's CPU-only answers)
+from jitgrad._patch import patch_torch, unpatch_torch  # noqa: E402
 from jitgrad.serialization import load, save  # noqa: E402
 
 float = float32  # noqa: A001

@@ -6,6 +6,8 @@ generators; these answer as PyTorch does on a machine without CUDA.
 
 from __future__ import annotations
 
+from jitgrad import amp  # torch.cuda.amp.GradScaler (disabled without CUDA)
+
 
 def is_available() -> bool:
     """False: jitgrad has no CUDA backend."""
@@ -25,4 +27,16 @@ def manual_seed_all(seed: int) -> None:
     """Does nothing, as in PyTorch without CUDA (CUDA generators do not exist)."""
 
 
-__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all"]
+def is_bf16_supported() -> bool:
+    """False: no CUDA device, so no CUDA bfloat16."""
+    return False
+
+
+def synchronize(device: object = None) -> None:
+    """Raises RuntimeError, as PyTorch does without CUDA."""
+    raise RuntimeError("jitgrad runs on the CPU only: torch.cuda.synchronize needs a CUDA "
+                       "device (jitgrad.cuda.is_available() is False)")
+
+
+__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all",
+           "is_bf16_supported", "synchronize", "amp"]
