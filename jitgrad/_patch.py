@@ -7,10 +7,10 @@ PyTorch therefore runs unmodified: `import torch.nn as nn`, `from torch.nn impor
 functional as F`, `from torch.utils.data import DataLoader` and `torch.compile` all
 reach jitgrad's objects (the same objects, so `isinstance` and identity checks hold).
 
-Note [Missing torch APIs]: a name jitgrad lacks raises `MissingTorchAPI`, a subclass of
+Note [Missing torch APIs]: a name jitgrad lacks raises `MissingTorchAPIError`, a subclass of
 AttributeError (so `hasattr` feature probes answer False, as nanoGPT's probe of
 `scaled_dot_product_attention` expects); an import of a missing module or name raises
-`MissingTorchModule`, a subclass of ImportError that is not ModuleNotFoundError, because
+`MissingTorchModuleError`, a subclass of ImportError that is not ModuleNotFoundError, because
 `from torch.nn import Conv2d` would otherwise swallow it and print only "cannot import
 name". Both messages name the torch API, say that jitgrad does not implement it, and
 give the user's file:line (the first frame outside the import machinery and this file).
@@ -32,11 +32,11 @@ HINT = ("jitgrad runs the part of the PyTorch API listed in its README "
         "(section 'Running PyTorch scripts'); rewrite this use, or run the script with PyTorch")
 
 
-class MissingTorchAPI(AttributeError):
+class MissingTorchAPIError(AttributeError):
     """A torch attribute jitgrad does not implement (see Note [Missing torch APIs])."""
 
 
-class MissingTorchModule(ImportError):
+class MissingTorchModuleError(ImportError):
     """A torch module or imported name jitgrad does not implement."""
 
 
@@ -88,7 +88,7 @@ class TorchAlias(types.ModuleType):
             if name.startswith("__"):
                 raise
             path = f"{self.__name__}.{name}"
-            error = MissingTorchAPI(missing_message(path, self.__name__, name))
+            error = MissingTorchAPIError(missing_message(path, self.__name__, name))
             error.name, error.obj = name, self
             raise error from None
         value = alias_of(value)
@@ -122,7 +122,7 @@ class TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         parent = sys.modules[parent_name]
         value = getattr(parent.__dict__["_jitgrad_target"], child, None)
         if value is None:
-            raise MissingTorchModule(
+            raise MissingTorchModuleError(
                 f"No module named '{spec.name}': jitgrad does not implement {spec.name} "
                 f"(imported at {user_location()}); {HINT}", name=spec.name)
         return TorchAlias(spec.name, value)
@@ -168,5 +168,5 @@ def is_patched() -> bool:
     return _FINDER in sys.meta_path
 
 
-__all__ = ["patch_torch", "unpatch_torch", "is_patched", "MissingTorchAPI",
-           "MissingTorchModule", "TorchAlias"]
+__all__ = ["patch_torch", "unpatch_torch", "is_patched", "MissingTorchAPIError",
+           "MissingTorchModuleError", "TorchAlias"]
