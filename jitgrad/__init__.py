@@ -32,6 +32,7 @@ from jitgrad.eager.grad_mode import (
 )
 from jitgrad.eager.ops.activation import *  # noqa: F403
 from jitgrad.eager.ops.comparison import *  # noqa: F403
+from jitgrad.eager.ops.counting import *  # noqa: F403
 from jitgrad.eager.ops.creation import *  # noqa: F403
 from jitgrad.eager.ops.indexing import *  # noqa: F403
 from jitgrad.eager.ops.inplace import *  # noqa: F403

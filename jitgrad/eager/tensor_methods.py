@@ -10,6 +10,7 @@ from __future__ import annotations
 from jitgrad.eager.ops import (
     activation,
     comparison,
+    counting,
     creation,
     indexing,
     inplace,
@@ -23,7 +24,7 @@ from jitgrad.eager.ops import (
 from jitgrad.eager.tensor import Tensor
 
 OP_MODULES = (creation, random, pointwise, comparison, activation, reduction, shape, indexing,
-              inplace, linalg, nn_ops)
+              inplace, linalg, nn_ops, counting)
 
 
 def install() -> None:

@@ -22,7 +22,7 @@ from jitgrad.eager.ops.activation import gelu, logsigmoid, sigmoid, softplus
 from jitgrad.eager.ops.comparison import clamp_min, where
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.linalg import linear
-from jitgrad.eager.ops.nn_ops import embedding, layer_norm, log_softmax, nll_loss, softmax
+from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import generator_of
 from jitgrad.eager.tensor import Tensor
@@ -337,6 +337,37 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if inplace:
         return input.mul_(Tensor._make(mask))
     return input * Tensor._make(mask)
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` (num_embeddings, dim) picked by int `input` -> input.shape + (dim,).
+
+    max_norm: first, under no_grad, each row that `input` picks and whose `norm_type`
+    norm exceeds max_norm is scaled in place to norm max_norm (times max_norm /
+    (norm + 1e-7), as torch.embedding_renorm_), so `weight` changes.
+    Raises NotImplementedError for scale_grad_by_freq or sparse (jitgrad has no sparse
+    gradients); IndexError/RuntimeError for bad ids (see nn_ops.embedding).
+    """
+    if scale_grad_by_freq or sparse:
+        flag = "scale_grad_by_freq" if scale_grad_by_freq else "sparse"
+        raise NotImplementedError(f"embedding: jitgrad does not implement {flag}=True (dense "
+                                  "gradients only); leave it False")
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    return nn_ops.embedding(input, weight, padding_idx)
+
+
+def embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """Scale the rows of `weight` picked by `input` whose norm exceeds max_norm, in place."""
+    with no_grad():
+        ids = input.reshape(-1).unique()
+        rows = weight[ids]
+        norms = rows.norm(p=norm_type, dim=1, keepdim=True).double()
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).to(weight.dtype)
+        weight[ids] = rows * scale
+    return weight
 
 
 # ----- similarity --------------------------------------------------------------------------

@@ -96,13 +96,14 @@ def _families() -> list[OpCase]:
         cases_linalg,
         cases_nn_functional,
         cases_pointwise,
+        cases_real,
         cases_reduction,
         cases_shape,
     )
 
     cases: list[OpCase] = []
     for module in (cases_core, cases_pointwise, cases_reduction, cases_linalg, cases_shape,
-                   cases_indexing, cases_nn_functional, cases_creation):
+                   cases_indexing, cases_nn_functional, cases_creation, cases_real):
         cases.extend(module.CASES)
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}

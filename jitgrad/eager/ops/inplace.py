@@ -337,6 +337,41 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return apply_inplace(self, lambda t: indexing.scatter_add(t, dim, index, src))
 
 
+# ----- in-place view ops: squeeze_ / unsqueeze_ -----------------------------------------------
+
+def _reshape_in_place(self: Tensor, view: Tensor) -> Tensor:
+    """Give `self` the shape and history of `view`, a view of `self` (no data moves).
+
+    As PyTorch's in-place view ops: the storage stays, the version is bumped, the
+    tensor's grad_fn becomes the view op's node, and a view keeps its base.
+    """
+    check_inplace(self)
+    self._data = view._data
+    if view._grad_fn is not None:
+        self._grad_fn = view._grad_fn
+        self._output_nr = view._output_nr
+    if self._view is not None:
+        self._view = view._view  # same base, one more replay step
+    self._bump_version()
+    return self
+
+
+def squeeze_(self: Tensor, dim: Any = None) -> Tensor:
+    """In-place `squeeze`: drops size-1 dims (all, or those in `dim`) from self's shape.
+
+    Raises RuntimeError for a leaf that requires grad while grad mode is on.
+    """
+    return _reshape_in_place(self, self.squeeze() if dim is None else self.squeeze(dim))
+
+
+def unsqueeze_(self: Tensor, dim: int) -> Tensor:
+    """In-place `unsqueeze`: inserts a size-1 dim at `dim` into self's shape.
+
+    Raises RuntimeError for a leaf that requires grad while grad mode is on.
+    """
+    return _reshape_in_place(self, self.unsqueeze(dim))
+
+
 # ----- pointwise in-place ops ----------------------------------------------------------------
 
 def _inplace_of(name: str) -> Callable[..., Tensor]:
@@ -371,7 +406,7 @@ METHODS.update({operator: METHODS[f"{name}_"] for operator, name in _OPERATORS.i
 METHODS.update({
     "copy_": copy_, "fill_": fill_, "zero_": zero_, "__setitem__": setitem,
     "index_put_": index_put_, "index_add_": index_add_, "scatter_": scatter_,
-    "scatter_add_": scatter_add_,
+    "scatter_add_": scatter_add_, "squeeze_": squeeze_, "unsqueeze_": unsqueeze_,
 })
 
 __all__: list[str] = []

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes
+from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import RemovableHandle, add_hook, tensor_type_name
 from jitgrad.eager.tensor import Tensor, reset_grads
+from jitgrad.nn.modules.backward_hook import BackwardHook
 from jitgrad.nn.modules.module_state import IncompatibleKeys, collect_state, load_state
 from jitgrad.nn.parameter import Parameter
 
@@ -80,6 +82,7 @@ class Module:
         set_attr(self, "_forward_pre_hooks_with_kwargs", set())
         set_attr(self, "_forward_hooks", {})
         set_attr(self, "_forward_hooks_with_kwargs", set())
+        set_attr(self, "_backward_hooks", {})
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -87,7 +90,7 @@ class Module:
 
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks):
             return self.forward(*args, **kwargs)
         for key, hook in list(self._forward_pre_hooks.items()):
             if key in self._forward_pre_hooks_with_kwargs:
@@ -101,6 +104,10 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        backward_hook = None
+        if self._backward_hooks and STATE.enabled:
+            backward_hook = BackwardHook(self, list(self._backward_hooks.values()))
+            args = backward_hook.setup_input(args)
         output = self.forward(*args, **kwargs)
         for key, hook in list(self._forward_hooks.items()):
             if key in self._forward_hooks_with_kwargs:
@@ -109,7 +116,7 @@ class Module:
                 result = hook(self, args, output)
             if result is not None:
                 output = result
-        return output
+        return output if backward_hook is None else backward_hook.setup_output(output)
 
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
@@ -133,6 +140,15 @@ class Module:
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
         return handle
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run `hook(module, grad_input, grad_output)` when backward passes a call's inputs.
+
+        grad_input / grad_output: tuples of gradients of the call's positional arguments
+        (None where an argument is not a tensor requiring grad) and of its outputs. A
+        non-None return replaces grad_input. See jitgrad.nn.modules.backward_hook.
+        """
+        return _add_hook(self._backward_hooks, hook, prepend)
 
     # ----- registration ---------------------------------------------------------------
     def register_parameter(self, name: str, param: Parameter | None) -> None:

@@ -17,15 +17,24 @@ class Embedding(Module):
 
     weight: (num_embeddings, embedding_dim), initialised N(0, 1). The row `padding_idx`
     (negative values count from the end) starts at zero and never receives a gradient.
-    Raises AssertionError for a padding_idx outside [-num_embeddings, num_embeddings).
+    max_norm: rows looked up are first renormalized in place to at most this
+    `norm_type` norm (see F.embedding).
+    Raises AssertionError for a padding_idx outside [-num_embeddings, num_embeddings);
+    NotImplementedError (at lookup) for scale_grad_by_freq or sparse.
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False,
                  _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
         if padding_idx is not None:
             if padding_idx > 0:
                 assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
@@ -50,12 +59,17 @@ class Embedding(Module):
             self.weight._bump_version()
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         text = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             text += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
         return text
 
     @classmethod

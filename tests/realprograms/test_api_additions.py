@@ -1,0 +1,219 @@
+"""Behaviour of the API added for the real programs (issue 6), against numpy references,
+hand-computed values and figures measured with torch 2.13 (quoted where used)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.autograd import gradcheck
+
+# ----- unique / bincount / histc ------------------------------------------------------
+
+
+def test_unique_matches_numpy_with_inverse_and_counts():
+    data = np.random.default_rng(0).integers(0, 5, size=(4, 6))
+    values, inverse, counts = jg.unique(jg.tensor(data), return_inverse=True, return_counts=True)
+    ref_values, ref_inverse, ref_counts = np.unique(data, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(values.numpy(), ref_values)
+    np.testing.assert_array_equal(inverse.numpy(), ref_inverse.reshape(4, 6))
+    np.testing.assert_array_equal(counts.numpy(), ref_counts)
+    assert values.dtype == jg.int64 and inverse.dtype == jg.int64 and counts.dtype == jg.int64
+
+
+def test_unique_along_a_dim_and_of_floats():
+    rows = jg.tensor([[1, 2], [1, 2], [0, 1]])
+    values, counts = rows.unique(dim=0, return_counts=True)  # torch 2.13: [[0,1],[1,2]], [1,2]
+    assert values.tolist() == [[0, 1], [1, 2]] and counts.tolist() == [1, 2]
+    floats = jg.tensor([0.5, -1.0, 0.5, 2.0])
+    out = jg.unique(floats, sorted=False)  # torch's CPU kernel sorts anyway
+    assert out.tolist() == [-1.0, 0.5, 2.0] and out.dtype == jg.float32
+
+
+def test_bincount_gradient_goes_to_the_weights():
+    ids = jg.tensor([1, 3, 3, 0, 5])
+    weights = jg.tensor([0.5, 1.0, 2.0, 3.0, 4.0], dtype=jg.float64, requires_grad=True)
+    out = jg.bincount(ids, weights)
+    assert out.tolist() == [3.0, 0.5, 0.0, 3.0, 0.0, 4.0] and out.dtype == jg.float64
+    assert gradcheck(lambda w: jg.bincount(ids, w, minlength=8), (weights,))
+    (out * jg.arange(6.0, dtype=jg.float64)).sum().backward()
+    assert weights.grad.tolist() == [1.0, 3.0, 3.0, 0.0, 5.0]
+
+
+@pytest.mark.parametrize(("call", "error", "pattern"), [
+    (lambda: jg.bincount(jg.tensor([-1, 2])), RuntimeError, r"1-d non-negative integral"),
+    (lambda: jg.bincount(jg.tensor([[1, 2]])), RuntimeError, r"got shape \(1, 2\)"),
+    (lambda: jg.bincount(jg.tensor([1.0, 2.0])), NotImplementedError, r"'Float'"),
+    (lambda: jg.bincount(jg.tensor([1, 2]), jg.ones(3)), RuntimeError, r"same length"),
+    (lambda: jg.histc(jg.tensor([1, 2]), bins=4), NotImplementedError, r"'Long'"),
+    (lambda: jg.histc(jg.ones(3), bins=4, min=3, max=1), RuntimeError, r"max must be larger"),
+    (lambda: jg.histc(jg.tensor([1.0, math.inf])), RuntimeError, r"not finite"),
+])
+def test_counting_errors(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
+
+
+def test_histc_values_measured_with_torch():
+    # torch 2.13: histc([0,1,2,3,4,4.5], bins=4, min=0, max=4) = [1,1,1,2] (4.5 dropped,
+    # 4 in the last bin); histc([1,1,1], bins=4) = [0,0,3,0] (range widened to [0, 2])
+    x = jg.tensor([0.0, 1, 2, 3, 4, 4.5])
+    assert jg.histc(x, bins=4, min=0, max=4).tolist() == [1.0, 1.0, 1.0, 2.0]
+    assert jg.histc(jg.tensor([1.0, 1, 1]), bins=4).tolist() == [0.0, 0.0, 3.0, 0.0]
+    hist, edges = jg.histogram(jg.tensor([1.0, 2, 1, 4, 0.5]), bins=jg.tensor([0.0, 1, 3, 5]),
+                               weight=jg.full((5,), 2.0))
+    assert hist.tolist() == [2.0, 6.0, 2.0] and edges.tolist() == [0.0, 1.0, 3.0, 5.0]
+
+
+# ----- squeeze_ / unsqueeze_ ---------------------------------------------------------------
+
+
+def test_unsqueeze_in_place_keeps_the_tensor_and_records_history():
+    a = jg.tensor([1.0, 2.0, 3.0], dtype=jg.float64, requires_grad=True)
+    b = a * 2
+    assert b.unsqueeze_(0) is b and b.shape == (1, 3) and b._version == 1
+    (b * jg.tensor([[1.0, 10.0, 100.0]], dtype=jg.float64)).sum().backward()
+    assert a.grad.tolist() == [2.0, 20.0, 200.0]
+    assert gradcheck(lambda x: (x * 1).unsqueeze_(1).squeeze_(1).unsqueeze_(-1), (a,))
+
+
+def test_squeeze_in_place_of_a_view_keeps_its_base_and_storage():
+    base = jg.zeros(2, 1, 3)
+    view = base[0]
+    view.squeeze_(0)
+    assert view.shape == (3,) and view._base is base
+    view[1] = 5.0
+    assert base[0, 0].tolist() == [0.0, 5.0, 0.0]
+    x = jg.ones(2, 1, 1)
+    assert x.squeeze_((1, 2)).shape == (2,) and jg.ones(1, 3, 1).squeeze_().shape == (3,)
+
+
+def test_in_place_view_op_on_a_leaf_that_requires_grad_is_refused():
+    a = jg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        a.unsqueeze_(0)
+    with jg.no_grad():
+        a.unsqueeze_(0)
+    assert a.shape == (1, 3) and a.requires_grad
+
+
+# ----- optimizers and schedulers ----------------------------------------------------------
+
+
+def test_adadelta_matches_a_float64_reference():
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(5, 4))
+    grads = [rng.normal(size=(5, 4)) for _ in range(4)]
+    lr, rho, eps, wd = 0.7, 0.8, 1e-5, 0.1
+    w = jg.nn.Parameter(jg.tensor(w0))
+    optimizer = jg.optim.Adadelta([w], lr=lr, rho=rho, eps=eps, weight_decay=wd)
+    p, square_avg, acc_delta = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
+    for g in grads:
+        w.grad = jg.tensor(g)
+        optimizer.step()
+        g = g + wd * p
+        square_avg = rho * square_avg + (1 - rho) * g * g
+        delta = np.sqrt(acc_delta + eps) / np.sqrt(square_avg + eps) * g
+        acc_delta = rho * acc_delta + (1 - rho) * delta * delta
+        p = p - lr * delta
+    np.testing.assert_allclose(w.detach().numpy(), p, rtol=1e-12)
+    assert float(optimizer.state[w]["step"]) == 4.0
+    with pytest.raises(ValueError, match="Invalid rho value: 1.5"):
+        jg.optim.Adadelta([w], rho=1.5)
+
+
+def test_one_cycle_lr_matches_torch_figures():
+    # torch 2.13, SGD(momentum=0.9) + OneCycleLR(max_lr=0.5, total_steps=20):
+    # (step, lr, momentum) = (0, 0.020000000000000018, 0.95), (1, 0.06583592135001265,
+    # 0.9404508497187474), (5, 0.5, 0.85), (6, 0.49373200311754367, 0.8512536043909088),
+    # (19, 2e-06, 0.95)
+    expected = {0: (0.020000000000000018, 0.95), 1: (0.06583592135001265, 0.9404508497187474),
+                5: (0.5, 0.85), 6: (0.49373200311754367, 0.8512536043909088), 19: (2e-06, 0.95)}
+    p = jg.nn.Parameter(jg.zeros(2))
+    optimizer = jg.optim.SGD([p], lr=0.1, momentum=0.9)
+    scheduler = jg.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=20)
+    for step in range(20):
+        if step in expected:
+            assert (scheduler.get_last_lr()[0], optimizer.param_groups[0]["momentum"]) == \
+                expected[step]
+        optimizer.step()
+        scheduler.step()
+    with pytest.raises(ValueError, match="Tried to step 21 times"):
+        scheduler.step()
+
+
+def test_one_cycle_lr_three_phase_linear_with_betas():
+    p = jg.nn.Parameter(jg.zeros(2))
+    optimizer = jg.optim.AdamW([p], lr=0.1)
+    scheduler = jg.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=1.0, epochs=2, steps_per_epoch=5, pct_start=0.3,
+        anneal_strategy="linear", three_phase=True, div_factor=10.0, final_div_factor=2.0)
+    lrs, beta1s = [], []
+    for _ in range(10):
+        lrs.append(scheduler.get_last_lr()[0])
+        beta1s.append(optimizer.param_groups[0]["betas"][0])
+        optimizer.step()
+        scheduler.step()
+    # phases end at steps 2, 4 and 9: 0.1 -> 1.0 -> 0.1 -> 0.05, linearly
+    np.testing.assert_allclose(lrs, [0.1, 0.55, 1.0, 0.55, 0.1, 0.09, 0.08, 0.07, 0.06, 0.05])
+    np.testing.assert_allclose(beta1s[:5], [0.95, 0.9, 0.85, 0.9, 0.95])
+    with pytest.raises(ValueError, match="either total_steps OR"):
+        jg.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1.0)
+
+
+# ----- modules ------------------------------------------------------------------------
+
+
+def test_full_backward_hook_sees_and_replaces_grad_input():
+    layer = jg.nn.Linear(3, 2).double()
+    calls = []
+
+    def hook(module, grad_input, grad_output):
+        calls.append((module, grad_input, grad_output))
+        return (grad_input[0] * 10,)
+
+    handle = layer.register_full_backward_hook(hook)
+    x = jg.ones(4, 3, dtype=jg.float64, requires_grad=True)
+    layer(x).sum().backward()
+    (module, (grad_x,), (grad_y,)), = calls
+    assert module is layer
+    np.testing.assert_array_equal(grad_y.numpy(), np.ones((4, 2)))
+    expected = np.ones((4, 2)) @ layer.weight.detach().numpy()
+    np.testing.assert_allclose(grad_x.numpy(), expected)
+    np.testing.assert_allclose(x.grad.numpy(), 10 * expected)
+    np.testing.assert_allclose(layer.weight.grad.numpy(), np.full((2, 3), 4.0))
+    handle.remove()
+    x.grad = None
+    layer(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected)
+    assert len(calls) == 1
+
+
+def test_full_backward_hook_without_input_grad_gets_none():
+    layer = jg.nn.Linear(3, 2)
+    seen = []
+    layer.register_full_backward_hook(lambda m, gi, go: seen.append((gi, go[0].shape)))
+    layer(jg.ones(4, 3)).sum().backward()
+    assert seen == [((None,), (4, 2))]
+
+
+def test_embedding_max_norm_renormalizes_the_rows_it_looks_up():
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(6, 3)) * 2
+    emb = jg.nn.Embedding(6, 3, max_norm=1.5).double()
+    with jg.no_grad():
+        emb.weight.copy_(jg.tensor(w0))
+    ids = np.array([[1, 4, 1], [5, 0, 2]])
+    out = emb(jg.tensor(ids))
+    expected = w0.copy()
+    for i in np.unique(ids):
+        norm = np.linalg.norm(w0[i])
+        if norm > 1.5:
+            expected[i] = w0[i] * (1.5 / (norm + 1e-7))
+    np.testing.assert_allclose(emb.weight.detach().numpy(), expected, rtol=1e-14)
+    np.testing.assert_allclose(out.detach().numpy(), expected[ids], rtol=1e-14)
+    assert np.linalg.norm(emb.weight.detach().numpy()[3]) == np.linalg.norm(w0[3])  # not looked up
+    assert "max_norm=1.5" in repr(emb)
+    with pytest.raises(NotImplementedError, match="sparse=True"):
+        jg.nn.Embedding(6, 3, sparse=True)(jg.tensor([1]))
