@@ -1,5 +1,5 @@
 """Learning-rate schedulers (torch.optim.lr_scheduler): StepLR, MultiStepLR, ExponentialLR,
-LambdaLR, CosineAnnealingLR, LinearLR, and ReduceLROnPlateau (driven by a metric).
+LambdaLR, CosineAnnealingLR, LinearLR, OneCycleLR, and ReduceLROnPlateau (driven by a metric).
 
 A scheduler rewrites `group["lr"]` of its optimizer's groups each time `step()` is called
 (once per epoch or per iteration, after `optimizer.step()`). Constructing it performs the
@@ -285,7 +285,138 @@ class ReduceLROnPlateau:
         self.__dict__.update(state_dict)
 
 
+def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
+    """`value` for each param group: a list/tuple of one per group, or one for all."""
+    groups = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != groups:
+            raise ValueError(f"expected {groups} values for {name}, got {len(value)}")
+        return list(value)
+    return [value] * groups
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith & Topin 2017, "Super-Convergence"), stepped once per batch.
+
+    The lr rises from max_lr / div_factor to max_lr over the first pct_start of
+    total_steps (= epochs * steps_per_epoch when not given), then anneals ("cos" or
+    "linear") to initial_lr / final_div_factor; three_phase=True goes back down to the
+    initial lr first, then to the minimum. With cycle_momentum, momentum (or Adam's
+    beta1) moves inversely between max_momentum and base_momentum.
+    Raises ValueError for a missing or non-positive step count, pct_start outside [0, 1],
+    an unknown anneal_strategy, cycle_momentum with an optimizer without momentum or
+    betas, or stepping beyond total_steps.
+    """
+
+    def __init__(self, optimizer: Optimizer, max_lr: float | list[float],
+                 total_steps: int | None = None, epochs: int | None = None,
+                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: float | list[float] = 0.85,
+                 max_momentum: float | list[float] = 0.95, div_factor: float = 25.0,
+                 final_div_factor: float = 1e4, three_phase: bool = False,
+                 last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        self.total_steps = self._count_steps(total_steps, epochs, steps_per_epoch)
+        if not 0 <= pct_start <= 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        self.anneal_strategy = anneal_strategy
+        self._schedule_phases = self._phases(pct_start, three_phase)
+        if last_epoch == -1:
+            for group, lr in zip(optimizer.param_groups, _per_group("max_lr", optimizer, max_lr),
+                                 strict=True):
+                group["initial_lr"] = lr / div_factor
+                group["max_lr"] = lr
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self._set_up_momentum(base_momentum, max_momentum, last_epoch)
+        super().__init__(optimizer, last_epoch)
+
+    def _count_steps(self, total_steps: int | None, epochs: int | None,
+                     steps_per_epoch: int | None) -> int:
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            return total_steps
+        if epochs is None or steps_per_epoch is None:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        if epochs <= 0 or not isinstance(epochs, int):
+            raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+        if steps_per_epoch <= 0 or not isinstance(steps_per_epoch, int):
+            raise ValueError(f"Expected positive integer steps_per_epoch, but got "
+                             f"{steps_per_epoch}")
+        return epochs * steps_per_epoch
+
+    def _phases(self, pct_start: float, three_phase: bool) -> list[dict[str, Any]]:
+        """(end_step, group keys of the lr and momentum at its start and end) per phase."""
+        warmup_end = float(pct_start * self.total_steps) - 1
+        if not three_phase:
+            return [
+                dict(end_step=warmup_end, start_lr="initial_lr", end_lr="max_lr",
+                     start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=self.total_steps - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum")]
+        return [
+            dict(end_step=warmup_end, start_lr="initial_lr", end_lr="max_lr",
+                 start_momentum="max_momentum", end_momentum="base_momentum"),
+            dict(end_step=float(2 * pct_start * self.total_steps) - 2, start_lr="max_lr",
+                 end_lr="initial_lr", start_momentum="base_momentum", end_momentum="max_momentum"),
+            dict(end_step=self.total_steps - 1, start_lr="initial_lr", end_lr="min_lr",
+                 start_momentum="max_momentum", end_momentum="max_momentum")]
+
+    def _set_up_momentum(self, base_momentum: Any, max_momentum: Any, last_epoch: int) -> None:
+        defaults = self.optimizer.defaults
+        if "momentum" not in defaults and "betas" not in defaults:
+            raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                             "option enabled")
+        self.use_beta1 = "betas" in defaults
+        highs = _per_group("max_momentum", self.optimizer, max_momentum)
+        lows = _per_group("base_momentum", self.optimizer, base_momentum)
+        if last_epoch != -1:
+            return
+        for high, low, group in zip(highs, lows, self.optimizer.param_groups, strict=True):
+            self._write_momentum(group, high)
+            group["max_momentum"] = high
+            group["base_momentum"] = low
+
+    def _write_momentum(self, group: dict[str, Any], momentum: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def _anneal(self, start: float, end: float, pct: float) -> float:
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
+                             f"is {self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step <= end_step or i == len(self._schedule_phases) - 1:
+                    pct = (step - start_step) / (end_step - start_step)
+                    lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
+                    if self.cycle_momentum:
+                        self._write_momentum(group, self._anneal(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct))
+                    break
+                start_step = phase["end_step"]
+        return lrs
+
 _LRScheduler = LRScheduler
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "LambdaLR",
-           "CosineAnnealingLR", "LinearLR", "ReduceLROnPlateau"]
+           "CosineAnnealingLR", "LinearLR", "ReduceLROnPlateau", "OneCycleLR"]
