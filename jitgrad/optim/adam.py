@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from jitgrad.optim.optimizer import Optimizer, ParamsT, fma, lazy_state
+from jitgrad.optim.functional import adam
+from jitgrad.optim.optimizer import Optimizer, ParamsT, lazy_state
 
 
 class Adam(Optimizer):
@@ -46,39 +45,25 @@ class Adam(Optimizer):
 
     def _update_group(self, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]
-        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-        amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
+        amsgrad = group["amsgrad"]
         names = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
         for param in group["params"]:
-            if param._grad is None:
+            grad = param.grad
+            if grad is None:
                 continue
             state = lazy_state(self, param, names)
-            p = param._data
-            g = -param._grad._data if group["maximize"] else param._grad._data
-            step_t = state["step"]
-            step_t._data[...] += 1
-            step_t._bump_version()
-            if weight_decay != 0:
-                if decoupled:
-                    p *= 1 - lr * weight_decay
-                else:
-                    g = fma(weight_decay, p, g)
-            exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-            exp_avg[...] = fma(1 - beta1, g - exp_avg, exp_avg)  # exp_avg.lerp_(g, 1 - beta1)
-            exp_avg_sq[...] = fma((1 - beta2) * g, g, exp_avg_sq * beta2)  # mul_, addcmul_
-            step = float(step_t._data)
-            step_size = lr / (1 - beta1**step)
-            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+            params.append(param)
+            grads.append(grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
             if amsgrad:
-                max_exp_avg_sq = state["max_exp_avg_sq"]._data
-                np.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-                denom = np.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps
-            else:
-                denom = np.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
-            p += (-step_size * exp_avg) / denom  # addcdiv_(exp_avg, denom, value=-step_size)
-            for name in names:
-                state[name]._bump_version()
-            param._bump_version()
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            steps.append(state["step"])
+        adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, beta1=beta1,
+             beta2=beta2, lr=group["lr"], eps=group["eps"], weight_decay=group["weight_decay"],
+             decoupled=group["decoupled_weight_decay"], amsgrad=amsgrad,
+             maximize=group["maximize"])
 
 
 class AdamW(Adam):

@@ -6,6 +6,25 @@ arrays in place and bump their versions, which is what PyTorch's in-place update
 `no_grad` amount to (parameters keep their identity; autograd is not involved).
 Parameters whose `.grad` is None are skipped and get no state (research/eager_autograd.md
 §3.2).
+
+Note [Compiled optimizer step]: `optimizer.step()` and `optimizer.zero_grad()` called
+inside `jitgrad.compile`d code are traced like user code (jitgrad/trace/tracing.py lists
+these modules), so their Python runs symbolically: the loop over `param_groups` unrolls,
+hyperparameters are guarded constants, each `p.grad` is read through the parameter's
+source (a graph input, or None guarded as None), `self.state[p]` is the item of a dict
+keyed by tensors (guarded to be that parameter), and state created lazily on the first
+step is made in the graph and stored after it (a guard on its absence makes the second
+call trace again, with the state as inputs; later calls hit the cache). The update itself
+is `jitgrad.optim.functional` (`sgd`, `adam`), which the tracer runs on its traced
+tensors: the formulas become tensor ops (fused by the numba backend into one kernel per
+parameter) and the in-place writes into parameters and state (`p.copy_(new)`, the step
+counter's `add_(1)`, a float32 0-d tensor and therefore a graph input rather than a
+constant recompiled per step) are functionalized: the graph returns the new values and the
+compiled function writes them back into the same tensors, bumping their versions (Note
+[Functionalized in-place ops] in jitgrad/trace/fake.py). `zero_grad()` becomes replayed
+`p.grad = None` assignments (or `grad.zero_()` write-backs with set_to_none=False).
+Code paths that cannot be traced (a grad that requires grad, RMSprop's numpy update) make
+the call a graph break: it then runs eagerly, with the same values.
 """
 
 from __future__ import annotations
@@ -17,28 +36,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import numpy as np
-
+from jitgrad.eager.dtypes import float32
 from jitgrad.eager.grad_mode import enable_grad, no_grad
 from jitgrad.eager.node import tensor_type_name
-from jitgrad.eager.tensor import Tensor, reset_grads
+from jitgrad.eager.ops.creation import zeros, zeros_like
+from jitgrad.eager.tensor import Tensor
+from jitgrad.optim.functional import fma as fma  # used by the optimizers written on numpy
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
-
-
-def fma(x: Any, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """x * y + z rounded once, as the fused multiply-adds of PyTorch's CPU kernels.
-
-    torch computes `add(y, alpha=x)`, `lerp` and `addcmul` this way (measured against torch
-    2.13: bit-identical on float32, where plain numpy differs in ~10% of elements). A
-    Python-float `x` is first rounded to z's dtype, as torch converts scalars. For float32
-    the product of two float32 numbers is exact in float64, so one float64 multiply-add
-    rounded to float32 reproduces the FMA.
-    """
-    if z.dtype == np.float32:
-        x64 = np.float64(np.float32(x)) if isinstance(x, (int, float)) else x.astype(np.float64)
-        return (x64 * y + z).astype(np.float32)
-    return x * y + z
 
 
 class Optimizer:
@@ -90,8 +95,22 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's `.grad`: to None (default) or to zeros in place."""
-        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+        """Reset every parameter's `.grad`: to None (default) or to zeros in place (a grad
+        that records history is first cut from it, as PyTorch does)."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                grad = param.grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    param.grad = None
+                    continue
+                if grad.requires_grad:
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                grad.zero_()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; returns the closure's loss (or None).
@@ -177,9 +196,9 @@ def lazy_state(optimizer: Optimizer, param: Tensor, names: tuple[str, ...]) -> d
     """The parameter's state, created on its first update: step 0. (float32) and zero buffers."""
     state = optimizer.state[param]
     if not state:
-        state["step"] = Tensor._make(np.array(0.0, np.float32))
+        state["step"] = zeros((), dtype=float32)
         for name in names:
-            state[name] = Tensor._make(np.zeros_like(param._data))
+            state[name] = zeros_like(param)
     return state
 
 

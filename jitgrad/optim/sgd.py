@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitgrad.eager.tensor import Tensor
-from jitgrad.optim.optimizer import Optimizer, ParamsT, fma
+from jitgrad.optim.functional import sgd
+from jitgrad.optim.optimizer import Optimizer, ParamsT
 
 
 class SGD(Optimizer):
@@ -38,27 +38,21 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, group: dict[str, Any]) -> None:
-        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
-        maximize = group["maximize"]
+        momentum = group["momentum"]
+        params, grads, buffers = [], [], []
         for param in group["params"]:
-            if param._grad is None:
+            grad = param.grad
+            if grad is None:
                 continue
-            p = param._data
-            g = -param._grad._data if maximize else param._grad._data
-            if weight_decay != 0:
-                g = fma(weight_decay, p, g)
-            if momentum != 0:
-                state = self.state[param]
-                buf = state.get("momentum_buffer")
-                if buf is None:
-                    buf = state["momentum_buffer"] = Tensor._make(g.copy())
-                else:
-                    buf._data[...] = fma(1 - dampening, g, buf._data * momentum)
-                    buf._bump_version()
-                g = fma(momentum, buf._data, g) if nesterov else buf._data
-            p[...] = fma(-lr, g, p)
-            param._bump_version()
+            params.append(param)
+            grads.append(grad)
+            buffers.append(self.state[param].get("momentum_buffer") if momentum != 0 else None)
+        new_buffers = sgd(params, grads, buffers, lr=group["lr"], momentum=momentum,
+                          dampening=group["dampening"], weight_decay=group["weight_decay"],
+                          nesterov=group["nesterov"], maximize=group["maximize"])
+        for param, buffer, new_buffer in zip(params, buffers, new_buffers, strict=True):
+            if buffer is None and new_buffer is not None:  # the first step with momentum
+                self.state[param]["momentum_buffer"] = new_buffer
 
 
 __all__ = ["SGD"]

@@ -47,7 +47,9 @@ _EXACT_NUMBER_OPERATORS = {operator.add, operator.sub, operator.mul, operator.fl
                            operator.eq, operator.ne}
 
 # attributes of a traced tensor that do not exist without real data or autograd state
-_TENSOR_ATTRIBUTES_NOT_TRACEABLE = {"grad", "grad_fn", "data", "_data", "_version", "_base"}
+# (`.grad` of a graph input is read through its source: TraceContext.tensor_attr)
+_TENSOR_ATTRIBUTES_NOT_TRACEABLE = {"grad_fn", "_data", "_version", "_base", "_grad",
+                                    "_grad_fn", "_vc", "_view", "_retains_grad", "_hooks"}
 
 
 # ----- values -------------------------------------------------------------------------
@@ -178,9 +180,11 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
                           "between calls (it is a graph input)", "it runs in Python between "
                           "graphs; use it in tensor ops to keep it in the graph")
     if tensors:
-        if inplace and not all(isinstance(a.fake, FakeNumber) for a in tensors):
-            raise Unsupported("INPLACE_ON_TENSOR", "an in-place operator on a traced tensor",
-                              "write `x = x + y` instead of `x += y` inside compiled code")
+        if inplace and isinstance(args[0], TensorVar) and not isinstance(args[0].fake,
+                                                                         FakeNumber):
+            # `x += y` on a tensor: Tensor.__iadd__, functionalized on a traced tensor
+            # (Note [Functionalized in-place ops] in jitgrad/trace/fake.py)
+            fn = getattr(operator, f"i{fn.__name__.rstrip('_')}")
         return run_real(tx, fn, [to_python(tx, a) for a in args], {})
     if any(isinstance(a, (ListVar, TupleVar)) for a in args) and fn in (operator.add,
                                                                         operator.iadd):
@@ -203,6 +207,8 @@ def getitem(tx: Any, container: Var, index: Var) -> Var:
         return container.items[key]
     if isinstance(container, DictVar):
         return container.items[constant(tx, index)]
+    if isinstance(container, ObjectVar) and isinstance(index, TensorVar):
+        return tx.ctx.tensor_keyed_item(container, index)
     if isinstance(container, ObjectVar):
         key = constant(tx, index)
         source = ItemSource(container.source, key) if container.source is not None else None
@@ -224,6 +230,8 @@ def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
 
 def load_attr(tx: Any, obj: Var, name: str) -> Var:
     if isinstance(obj, TensorVar):
+        if name == "grad":
+            return tx.ctx.tensor_attr(obj, name)
         if name in _TENSOR_ATTRIBUTES_NOT_TRACEABLE:
             raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"Tensor.{name} of a traced tensor",
                               f"read .{name} outside the compiled function")
@@ -250,6 +258,9 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
 
 def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
     """`obj.name = value` on an argument's object: recorded, replayed after the graph."""
+    if isinstance(obj, TensorVar) and name == "grad":
+        tx.ctx.store_tensor_attr(obj, name, value)
+        return
     if isinstance(obj, ObjectVar) and obj.source is not None and not isinstance(
             getattr(type(obj.value), name, None), property):
         tx.ctx.guard_type(obj)

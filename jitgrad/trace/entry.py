@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
-from jitgrad.trace import breaks, report
+from jitgrad.trace import breaks, report, side_effects
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
@@ -208,6 +208,9 @@ class CompiledFunction:
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
             else _tensor_vars(result.output)
         tensors += [t for var in result.side_effects.values() for t in _tensor_vars(var)]
+        # inputs reach the caller as themselves (written back if mutated), not as outputs
+        tensors = [t for t in tensors if t.fake.storage.input is None]
+        tensors += [TensorVar(m.fake) for m in result.mutations]
         graph = _finish_graph(result.graph, tensors)
         frame = FrameValues.bind(fn, args, kwargs)
         example_inputs = [number_tensor(source.get(frame)) if source in result.number_sources
@@ -234,11 +237,18 @@ class CompiledFunction:
         fn = self._function
         env = _RunnerEnv(fn)
         outputs = list(graph.output_node.args)
+        number = env.const(number_tensor, "number_tensor")
+        inputs = [f"{number}({source.reconstruct(env)})" if source in result.number_sources
+                  else source.reconstruct(env) for source in result.input_sources]
+        input_names = dict(zip(result.input_sources, _input_names(inputs), strict=True))
 
         def expr(var: Var) -> str:
-            return _output_expr(var, outputs, env)
+            return _output_expr(var, outputs, env, input_names)
 
-        replay = result.side_effects.statements(expr, lambda source: source.reconstruct(env))
+        write_back = env.const(side_effects.write_back, "write_back")
+        replay = [f"{write_back}({input_names[m.source]}, __out[{outputs.index(m.fake.node)}], "
+                  f"{m.writes})" for m in result.mutations]
+        replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
         if plan is None:
             body = replay + [f"return {expr(result.output)}"]
         else:
@@ -251,9 +261,6 @@ class CompiledFunction:
             body = replay + breaks.emit_break(
                 result.stopped_at, plan, expr, lambda *spec: _named_const(env, self._resume(*spec)),
                 lambda var: self._trampoline(var, env), env.const)
-        number = env.const(number_tensor, "number_tensor")
-        inputs = [f"{number}({source.reconstruct(env)})" if source in result.number_sources
-                  else source.reconstruct(env) for source in result.input_sources]
         return build_runner(fn, inputs, body, compiled, env)
 
     def _resume(self, offset: int, n_stack: int, names: list[str],
@@ -395,30 +402,43 @@ class _RunnerEnv:
         return self.const(STATE)
 
 
-def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv) -> str:
-    """Python source rebuilding the returned value around the graph's outputs `__out`."""
+def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
+                 input_names: dict[Source, str]) -> str:
+    """Python source rebuilding the returned value around the graph's outputs `__out`.
+
+    A graph input is the caller's tensor itself, `__i<k>` (after any write-back into it),
+    and its `.data`/`.detach()` aliases are taken from it.
+    """
     if isinstance(var, TensorVar):
-        if isinstance(var.fake, FakeNumber):  # a Python number, not a 0-d tensor
+        fake = var.fake
+        if isinstance(fake, FakeNumber):  # a Python number, not a 0-d tensor
             if var.source is not None:
                 return var.source.reconstruct(env)
-            return f"__out[{outputs.index(var.fake.node)}].item()"
-        return f"__out[{outputs.index(var.fake.node)}]"
+            return f"__out[{outputs.index(fake.node)}].item()"
+        if fake.storage.input is not None:
+            name = input_names[fake.storage.input[0]]
+            alias = fake.__dict__.get("alias_of")
+            if alias is None:
+                return name
+            return f"{name}.data" if alias[1] == "data" else f"{name}.detach()"
+        return f"__out[{outputs.index(fake.node)}]"
     if isinstance(var, TensorMethodVar):
-        return f"{_output_expr(var.tensor, outputs, env)}.{var.name}"
+        return f"{_output_expr(var.tensor, outputs, env, input_names)}.{var.name}"
     if var.source is not None and isinstance(var, (ConstVar, ObjectVar, ListVar, DictVar,
                                                    TupleVar)):
         return var.source.reconstruct(env)  # the caller's own object (mutations reach it)
     if isinstance(var, BoundMethodVar):
-        return f"{_output_expr(var.receiver, outputs, env)}.{var.name}"
+        return f"{_output_expr(var.receiver, outputs, env, input_names)}.{var.name}"
     if isinstance(var, (ConstVar, ObjectVar)):
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, TupleVar):
-        items = [_output_expr(v, outputs, env) for v in var.items]
+        items = [_output_expr(v, outputs, env, input_names) for v in var.items]
         return "(" + "".join(f"{item}, " for item in items) + ")"
     if isinstance(var, ListVar):
-        return "[" + ", ".join(_output_expr(v, outputs, env) for v in var.items) + "]"
+        return "[" + ", ".join(_output_expr(v, outputs, env, input_names)
+                               for v in var.items) + "]"
     if isinstance(var, DictVar):
-        return "{" + ", ".join(f"{k!r}: {_output_expr(v, outputs, env)}"
+        return "{" + ", ".join(f"{k!r}: {_output_expr(v, outputs, env, input_names)}"
                                for k, v in var.items.items()) + "}"
     raise Unsupported("UNSUPPORTED_VALUE", f"returning a {type(var).__name__} from a compiled "
                       "function")
@@ -453,17 +473,28 @@ def _signature_source(fn: types.FunctionType) -> str:
     return ", ".join(parts)
 
 
+def _input_names(inputs: list[str]) -> list[str]:
+    """How the runner names each graph input after reading it once: a parameter by its
+    own name, anything else (`self.w`, `opt.state[p]['exp_avg']`) as `__i<k>`."""
+    return [value if value.isidentifier() else f"__i{k}" for k, value in enumerate(inputs)]
+
+
 def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
                  compiled: Callable[..., Any], env: _RunnerEnv) -> Callable[..., Any]:
     """Generate the entry's runner with `fn`'s signature (see the module docstring).
 
-    inputs: the expression of each graph input; body: the statements after the graph call
-    (`return <rebuilt output>`, or the break's native instruction and resume call).
+    inputs: the expression of each graph input (bound to `__i<k>` first, so statements
+    after the graph refer to the same objects); body: the statements after the graph call
+    (write-backs and replayed side effects, then `return <rebuilt output>`, or the break's
+    native instruction and resume call).
     """
     env.namespace["__graph"] = compiled
-    call_args = ", ".join(inputs)
+    names = _input_names(inputs)
     name = "__jg_run_" + "".join(c if c.isalnum() else "_" for c in fn.__code__.co_name)
-    lines = [f"def {name}({_signature_source(fn)}):", f"    __out = __graph({call_args})"]
+    lines = [f"def {name}({_signature_source(fn)}):"]
+    lines += [f"    {input_name} = {value}" for input_name, value in zip(names, inputs, strict=True)
+              if input_name != value]
+    lines.append(f"    __out = __graph({', '.join(names)})")
     lines += [f"    {line}" for line in body]
     source = "\n".join(lines) + "\n"
     code = compile(source, f"<jitgrad runner {fn.__code__.co_qualname}>", "exec")

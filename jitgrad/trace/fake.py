@@ -11,6 +11,25 @@ raises `DataDependentError`, which the translator turns into a graph break.
 becomes a `call_function` node targeting the OpDef, with the op's params as kwargs. Dtype
 casts that an op's entry function applied to an input's array become explicit
 `to_dtype` nodes, so the graph computes exactly what eager mode computes.
+
+Note [Functionalized in-place ops]: graphs are functional (no node writes into another
+node's value), so an in-place op on a traced tensor (`p.add_(g)`, `buf.mul_(m)`,
+`x.copy_(y)`, `x += 1`) records the out-of-place op (`add`, `mul`, ...) and rebinds the
+tensor to the new node: the FakeTensor object stays the same, its `FakeStorage` points at
+the new value, so every later read (through any Var, list or dict holding it, or another
+source of the same input) sees the write. `.data` and `.detach()` of a traced tensor are
+aliases sharing that storage. For a graph input, the trace records the mutation and the
+runner writes the final value back into the real tensor after the graph ran (numpy copy
+into its storage, version counter advanced by the number of in-place writes, as eager
+does), once per call, before any other replayed side effect (jitgrad/trace/entry.py).
+Refused, so the instruction runs eagerly at a graph break (or raises eager's error):
+- the tensor is a view, or has views made in the trace (their values would have to follow
+  the write): `INPLACE_ON_VIEW`; likewise an input whose real tensor is a view;
+- a graph input, with grad mode on, that requires grad or is written a value that does
+  (eager rebases autograd history there, or raises for a leaf): `INPLACE_NEEDS_AUTOGRAD`;
+- a tensor the trace reached without a source (a constant from outside): `INPLACE_ON_CONSTANT`;
+- `x[i] = v`, whose write into part of a tensor is a view write (translator: SIDE_EFFECT).
+Tensors made inside the graph may be written in place freely, with or without grad.
 """
 
 from __future__ import annotations
@@ -22,7 +41,11 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.ops import inplace
+from jitgrad.eager.ops._binary import broadcast_error
+from jitgrad.eager.ops.indexing import scalar_type_name
 from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
+from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph import Node as GraphNode
@@ -105,22 +128,95 @@ def _contains_fake_array(value: Any) -> bool:
     return False
 
 
+class FakeStorage:
+    """The value a traced tensor and its aliases hold: the graph node computing it now.
+
+    input: (source, real tensor) when the tensor is a graph input, else None;
+    outside: a constant tensor the trace reached without a source (not writable);
+    writes: in-place writes so far (the real input's version advances by as many);
+    tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases).
+    See Note [Functionalized in-place ops].
+    """
+
+    __slots__ = ("node", "input", "outside", "writes", "tensors")
+
+    def __init__(self, node: GraphNode) -> None:
+        self.node = node
+        self.input: tuple[Any, Tensor] | None = None
+        self.outside = False
+        self.writes = 0
+        self.tensors: list[FakeTensor] = []
+
+
 class FakeTensor(Tensor):
     """A traced graph value: metadata of a Tensor without data. See the module docstring."""
 
     __slots__ = ()
+    # read by code written for both eager and traced tensors (jitgrad.optim's update picks
+    # numpy arrays or tensor ops with it), like `_jitgrad_fake` on FakeArray
+    _jitgrad_fake = True
 
     @classmethod
     def of(cls, node: GraphNode, shape: tuple[int, ...], np_dtype: np.dtype,
            requires_grad: bool) -> FakeTensor:
         t = cls._make(fake_array(shape, np_dtype), requires_grad)
-        t.__dict__["node"] = node
+        storage = FakeStorage(node)
+        storage.tensors.append(t)
+        t.__dict__["storage"] = storage
         node.meta["val"] = t
         return t
 
     @property
     def node(self) -> GraphNode:
-        return self.__dict__["node"]
+        return self.__dict__["storage"].node
+
+    @property
+    def storage(self) -> FakeStorage:
+        return self.__dict__["storage"]
+
+    def _alias(self, kind: str) -> FakeTensor:
+        """A tensor sharing this one's storage that does not require grad (`.data`, `.detach()`)."""
+        t = FakeTensor._make(self._data, False)
+        t.__dict__["storage"] = self.storage
+        t.__dict__["alias_of"] = (self, kind)
+        self.storage.tensors.append(t)
+        return t
+
+    def detach(self) -> FakeTensor:
+        return self._alias("detach")
+
+    @property
+    def data(self) -> FakeTensor:
+        return self._alias("data")
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        raise Unsupported("SIDE_EFFECT", "`tensor.data = ...` on a traced tensor",
+                          "assign .data outside the compiled function")
+
+    def detach_(self) -> FakeTensor:
+        raise Unsupported("AUTOGRAD_CALL", "Tensor.detach_() on a traced tensor",
+                          "it runs between graphs, on the real tensors")
+
+    def copy_(self, src: Any, non_blocking: bool = False) -> FakeTensor:
+        if not isinstance(src, Tensor):
+            return _write(self, _record_fill(self, src), "copy_", check_dtype=False)
+        if src._data.shape != self._data.shape:
+            try:
+                expanded_shape(src._data.shape, self._data.shape)
+            except RuntimeError:
+                raise broadcast_error("copy_", self, src) from None
+            src = apply_op(OPS["expand"], (src,), (src._data,), {"shape": self._data.shape})
+        return _write(self, src, "copy_", check_dtype=False)
+
+    def fill_(self, value: Any) -> FakeTensor:
+        if isinstance(value, Tensor) and value._data.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value._data.ndim} dimensions.")
+        return _write(self, _record_fill(self, value), "fill_", check_dtype=False)
+
+    def zero_(self) -> FakeTensor:
+        return self.fill_(0)
 
     def item(self) -> Any:
         raise DataDependentError("Tensor.item()")
@@ -160,6 +256,88 @@ class FakeTensor(Tensor):
 
     def __repr__(self) -> str:
         return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
+
+
+def _record_fill(target: FakeTensor, value: Any) -> Tensor:
+    """The value of `target` filled with a number or a 0-d tensor (eager's fill op)."""
+    operand = value._data if isinstance(value, Tensor) else value
+    return apply_op(inplace.FILL, (target, value), (target._data, operand))
+
+
+def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
+    """Refuse the writes Note [Functionalized in-place ops] lists (Unsupported)."""
+    storage = target.storage
+    if target._view is not None or any(t._vc is not None for t in storage.tensors):
+        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is a "
+                          "view or has views in the compiled function",
+                          "it runs eagerly, where views see the write; use out-of-place ops "
+                          "to keep it in the graph")
+    if storage.outside:
+        raise Unsupported("INPLACE_ON_CONSTANT", f"in-place {what} on a tensor the compiled "
+                          "function reached without a source (e.g. a default argument)",
+                          "pass the tensor as an argument")
+    if storage.input is None:
+        return
+    if STATE.enabled and (target._requires_grad or value._requires_grad):
+        raise Unsupported("INPLACE_NEEDS_AUTOGRAD", f"in-place {what} on an input of the "
+                          "compiled function with grad mode on and a tensor requiring grad",
+                          "it runs eagerly (autograd rebases history there, or raises for a "
+                          "leaf); do optimizer-style updates under jitgrad.no_grad()")
+    if storage.input[1]._view is not None:
+        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on an input that is a view of "
+                          "another tensor", "it runs eagerly, where the base sees the write")
+
+
+def _write(target: FakeTensor, value: Any, what: str, check_dtype: bool = True) -> FakeTensor:
+    """`target` now holds `value` (the functional form of an in-place op); returns target.
+
+    check_dtype: refuse results that cannot be cast into target's dtype (arithmetic ops do,
+    as in eager; copy_ and fill_ cast anything). Raises RuntimeError for a result whose
+    shape is not target's (eager's message), Unsupported for refused writes.
+    """
+    if not isinstance(value, Tensor):
+        value = Tensor._make(np.asarray(value, target._data.dtype))
+    _check_writable(target, value, what)
+    if value._data.shape != target._data.shape:
+        raise RuntimeError(f"output with shape {list(target._data.shape)} doesn't match the "
+                           f"broadcast shape {list(value._data.shape)}")
+    if value._data.dtype != target._data.dtype:
+        if check_dtype and not inplace.can_cast(value._data.dtype, target._data.dtype):
+            raise RuntimeError(
+                f"result type {scalar_type_name(value)} can't be cast to the desired output "
+                f"type {scalar_type_name(target)}; use the out-of-place op (x = x.op(...)) "
+                "or convert x first")
+        value = apply_op(OPS["to_dtype"], (value,), (value._data,),
+                         {"np_dtype": target._data.dtype})
+    node = value.node if isinstance(value, FakeTensor) else STATE.recorder.constant_of(value)
+    storage = target.storage
+    storage.node = node
+    storage.writes += 1
+    if STATE.enabled and value._requires_grad:
+        target._requires_grad = True
+    return target
+
+
+def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor]:
+    """`x.<name>(...)` on a traced tensor: `x = x.<out_of_place>(...)`, functionalized."""
+
+    def method(self: FakeTensor, *args: Any, **kwargs: Any) -> FakeTensor:
+        return _write(self, getattr(self, out_of_place)(*args, **kwargs), name)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _install_functional_methods() -> None:
+    """Every in-place Tensor method with an out-of-place twin (`add_` -> `add`, `__iadd__`
+    -> `__add__`) becomes a functionalized method of FakeTensor."""
+    for name in inplace.METHODS:
+        twin = f"__{name[3:]}" if name.startswith("__i") else name[:-1]
+        if name.endswith("_") and name not in vars(FakeTensor) and hasattr(Tensor, twin):
+            setattr(FakeTensor, name, _functional_method(name, twin))
+
+
+_install_functional_methods()
 
 
 class FakeNumber(FakeTensor):

@@ -41,6 +41,7 @@ from jitgrad.trace.sources import (
     Source,
     chain,
     describe,
+    render_item_key,
     render_key,
 )
 
@@ -367,7 +368,8 @@ def _absent_text(source: Source) -> str:
         return f"{source.global_name!r} not in G"
     if isinstance(source, AttrSource):
         return f"{source.attr!r} not in {source.base.name()}.__dict__"
-    return f"{source.key!r} not in {source.base.name()}"
+    key = source.key.name() if isinstance(source.key, Source) else repr(source.key)
+    return f"{key} not in {source.base.name()}"
 
 
 def _tensor_text(name: str, expected: TensorMatch) -> str:
@@ -515,7 +517,7 @@ def _mismatch_absent(source: Source, frame: FrameValues) -> str | None:
     elif isinstance(source, AttrSource):
         present = source.attr in source.base.get(frame).__dict__
     else:
-        present = source.key in source.base.get(frame)
+        present = source.key_value(frame) in source.base.get(frame)
     if not present:
         return None
     return f"{source.name()}: expected no such name, got {_readable(source.get(frame))}"
@@ -723,8 +725,7 @@ class _GuardCodegen:
         if isinstance(source, AttrSource):
             return (source.base, f"{source.attr!r} not in {_V}.__dict__")
         assert isinstance(source, ItemSource), "NOT_PRESENT sources are validated by Guard"
-        key = render_key(source.key) or self.const(source.key)
-        return (source.base, f"{key} not in {_V}")
+        return (source.base, f"{render_item_key(source.key, self)} not in {_V}")
 
     def _tensor(self, expected: TensorMatch) -> str:
         data = self._temp("d")

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from jitgrad.trace.sources import Source
 from jitgrad.trace.variables import DictVar, ListVar, ObjectVar, Var
 
@@ -38,6 +40,23 @@ class SideEffects:
 
     def load_attr(self, obj: ObjectVar, name: str) -> Var | None:
         return self._stores.get((id(obj.value), name))
+
+    def store_tensor_attr(self, tensor: Any, source: Source, name: str, value: Var) -> None:
+        """`t.grad = value` on a graph input `t` (read back by later loads of the trace)."""
+        self._stores[(id(tensor), name)] = value
+        self._entries.append(("setattr", source, name, value))
+
+    def load_tensor_attr(self, tensor: Any, name: str) -> Var | None:
+        return self._stores.get((id(tensor), name))
+
+    def store_item(self, mapping: dict, key: Any, source: Source, value: Var) -> None:
+        """`mapping[key] = value` on a caller's mapping (a new optimizer state entry);
+        `source` is the item's ItemSource (whose key may itself be a source)."""
+        self._stores[(id(mapping), id(key))] = value
+        self._entries.append(("assign", source, None, value))
+
+    def load_item(self, mapping: dict, key: Any) -> Var | None:
+        return self._stores.get((id(mapping), id(key)))
 
     def mutated(self, container: ListVar | DictVar) -> None:
         """A caller's list or dict was changed in the trace (its Var holds the new items)."""
@@ -73,3 +92,15 @@ class SideEffects:
 
     def __bool__(self) -> bool:
         return bool(self._entries)
+
+
+def write_back(target: Any, value: Any, writes: int) -> None:
+    """Copy a graph's final value of a mutated input into the real tensor's storage and
+    advance its version counter by the trace's in-place writes (Note [Functionalized
+    in-place ops] in jitgrad/trace/fake.py)."""
+    if value is not target:
+        if type(target._data) is np.ndarray:
+            target._data[...] = value._data
+        else:  # a numpy scalar (some 0-d op results): immutable, so nothing shares it
+            target._data = np.array(value._data, dtype=target._data.dtype)
+    target._version_counter().value += writes

@@ -219,20 +219,32 @@ class AttrSource(Source):
 
 @dataclass(frozen=True, slots=True)
 class ItemSource(Source):
-    """`base[key]`, key a constant (int, str, or any other hashable object)."""
+    """`base[key]`, key a constant (int, str, or any other hashable object), or the Source
+    of the key (a dict keyed by tensors, such as an optimizer's state: `state[p]`)."""
 
     base: Source
     key: object
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
+        key = self.key.name() if isinstance(self.key, Source) else repr(self.key)
+        return f"{self.base.name()}[{key}]"
 
     def reconstruct(self, env: SourceEnv) -> str:
-        key = render_key(self.key)
-        return f"{env.expr(self.base)}[{key if key is not None else env.const(self.key)}]"
+        return f"{env.expr(self.base)}[{render_item_key(self.key, env)}]"
 
     def get(self, frame: FrameValues) -> Any:
-        return self.base.get(frame)[self.key]
+        return self.base.get(frame)[self.key_value(frame)]
+
+    def key_value(self, frame: FrameValues) -> Any:
+        return self.key.get(frame) if isinstance(self.key, Source) else self.key
+
+
+def render_item_key(key: object, env: SourceEnv) -> str:
+    """An item key in generated code: a literal, the key's source, or a named constant."""
+    if isinstance(key, Source):
+        return env.expr(key)
+    text = render_key(key)
+    return text if text is not None else env.const(key)
 
 
 @dataclass(frozen=True, slots=True)

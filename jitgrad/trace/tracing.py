@@ -19,6 +19,7 @@ import dataclasses
 import sys
 import sysconfig
 import types
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,22 @@ from jitgrad.trace.variables import (
 _LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
                                                            "platlib")})
 _JITGRAD_DIR = str(Path(__file__).resolve().parent.parent)
-_FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linalg")
+_FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linalg",
+                       "jitgrad.optim.functional")
+# jitgrad code written to be traced like user code (Note [Compiled optimizer step] in
+# jitgrad/optim/optimizer.py): inlined, so its reads of parameters, grads and state become
+# sourced graph inputs and its in-place updates are functionalized
+_TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """A graph input written in place by the trace: its final value is `fake`'s node, copied
+    back into the real tensor after the graph; `writes` in-place writes (version bumps)."""
+
+    source: Source
+    fake: FakeTensor
+    writes: int
 
 
 @dataclasses.dataclass
@@ -83,6 +99,7 @@ class TraceResult:
     stopped_at: Translator | None = None
     number_sources: frozenset[Source] = frozenset()  # inputs that are Python numbers
     side_effects: SideEffects | None = None
+    mutations: list[Mutation] = dataclasses.field(default_factory=list)
 
 
 class TraceContext:
@@ -98,6 +115,7 @@ class TraceContext:
         self.input_sources: list[Source] = []
         self.side_effects = SideEffects()
         self._lifted: dict[int, FakeTensor] = {}
+        self._input_fakes: dict[Source, FakeTensor] = {}
         self._lift_sources: dict[int, Source] = {}
         self._constants: dict[int, FakeTensor] = {}
         self._guarded: set[tuple[str, Source]] = set()
@@ -161,11 +179,15 @@ class TraceContext:
                 self._guard("DUPLICATE_INPUT", source, self._lift_sources[id(tensor)])
             return fake
         if source is None:
-            return self.constant_tensor(tensor)
+            fake = self.constant_tensor(tensor)
+            fake.storage.outside = True  # see Note [Functionalized in-place ops]
+            return fake
         self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor))
         node = self.graph.placeholder(_placeholder_name(source))
         fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, tensor._requires_grad)
+        fake.storage.input = (source, tensor)
         self._lifted[id(tensor)] = fake
+        self._input_fakes[source] = fake
         self._lift_sources[id(tensor)] = source
         self.input_sources.append(source)
         return fake
@@ -213,6 +235,70 @@ class TraceContext:
     def constant_node(self, tensor: Tensor) -> Any:
         return self.constant_tensor(tensor).node
 
+    def mutated_inputs(self) -> list[Mutation]:
+        """Graph inputs written in place by the trace, in input order (their write-backs)."""
+        found = []
+        for source in self.input_sources:
+            if source in self.number_sources:
+                continue
+            fake = self._input_fakes[source]
+            if fake.storage.writes:
+                found.append(Mutation(source, fake, fake.storage.writes))
+        return found
+
+    # ----- tensors read through their sources ---------------------------------------------
+    def tensor_attr(self, var: TensorVar, name: str) -> Var:
+        """`t.grad` of a graph input `t`: read through the input's source (a lifted tensor,
+        TENSOR_MATCH-guarded, or None, guarded when used), or the value this trace stored."""
+        source, tensor = self._input_of(var, f"Tensor.{name}")
+        stored = self.side_effects.load_tensor_attr(tensor, name)
+        if stored is not None:
+            return stored
+        return self.wrap_value(tensor._grad, AttrSource(source, name))
+
+    def store_tensor_attr(self, var: TensorVar, name: str, value: Var) -> None:
+        """`t.grad = value` on a graph input: recorded, replayed after the graph."""
+        source, tensor = self._input_of(var, f"Tensor.{name} = ...")
+        if not (isinstance(value, ConstVar) and value.value is None or
+                isinstance(value, TensorVar) and not isinstance(value.fake, FakeNumber)):
+            raise Unsupported("SIDE_EFFECT", f"`.{name} = ` a {type(value).__name__}")
+        self.side_effects.store_tensor_attr(tensor, source, name, value)
+
+    def tensor_keyed_item(self, mapping: ObjectVar, key: TensorVar) -> Var:
+        """`mapping[t]` for a dict keyed by tensors (an optimizer's `self.state[p]`).
+
+        The key must be a graph input; it is guarded to be the same tensor object (ID_MATCH),
+        the item's source is `mapping[<key's source>]`. A key missing from a defaultdict(dict)
+        gives a new dict, stored into the mapping after the graph (a NOT_PRESENT guard makes
+        the next call, which finds it, trace again).
+        """
+        source, tensor = self._input_of(key, "a dict indexed by a tensor")
+        table = mapping.value
+        if not isinstance(table, dict) or mapping.source is None:
+            raise Unsupported("UNSUPPORTED_VALUE", f"indexing a {type(table).__name__} with "
+                              "a tensor")
+        self._guard("ID_MATCH", source, tensor)
+        stored = self.side_effects.load_item(table, tensor)
+        if stored is not None:
+            return stored
+        item_source = ItemSource(mapping.source, source)
+        if tensor in table:
+            return self.wrap_value(table[tensor], item_source)
+        if not (isinstance(table, defaultdict) and table.default_factory is dict):
+            raise Unsupported("USER_ERROR", f"KeyError: {source.name()} is not a key of "
+                              f"{mapping.source.name()}")
+        self._guard("NOT_PRESENT", item_source, None)
+        created = DictVar({})
+        self.side_effects.store_item(table, tensor, item_source, created)
+        return created
+
+    def _input_of(self, var: TensorVar, what: str) -> tuple[Source, Tensor]:
+        storage = var.fake.storage
+        if storage.input is None or var.fake.__dict__.get("alias_of") is not None:
+            raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"{what} of a tensor computed in the "
+                              "compiled function", "read it outside the compiled function")
+        return storage.input
+
     def load_global(self, tx: Translator, name: str) -> Var:
         stored = self.side_effects.load_global(tx.f_globals, name)
         if stored is not None:
@@ -248,7 +334,9 @@ class TraceContext:
 
     # ----- what to inline ---------------------------------------------------------------------
     def is_user_function(self, fn: Any) -> bool:
-        return is_user_code(fn)
+        """Functions traced by inlining: user code, and jitgrad code written to be traced."""
+        return is_user_code(fn) or isinstance(fn, types.FunctionType) and \
+            fn.__module__ in _TRACED_LIBRARY_MODULES
 
     def opaque_call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Var:
         """One graph node calling an `allow_in_graph` function (its body is not traced).
@@ -475,4 +563,4 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
             set_grad_mode(entry_mode)
     return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
                        tx if tx.stopped else None, frozenset(ctx.number_sources),
-                       ctx.side_effects)
+                       ctx.side_effects, ctx.mutated_inputs())
