@@ -16,6 +16,24 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
+# `python -m benchmarks` sets these: --quick times fewer rounds and calls (same variants),
+# and every table printed while `_tables` is a list is also appended to it for the summary.
+_quick = False
+_tables: list[tuple[str, list[tuple[str, float]], str]] | None = None
+
+
+def set_quick(quick: bool) -> None:
+    """Time at most 3 rounds of a fifth of the calls per timing (for a short run)."""
+    global _quick
+    _quick = quick
+
+
+def record_tables() -> list[tuple[str, list[tuple[str, float]], str]]:
+    """Start collecting every table printed from now on: (title, rows, unit) each."""
+    global _tables
+    _tables = []
+    return _tables
+
 
 def try_import_torch():
     """torch pinned to one thread, or None when it is not installed."""
@@ -38,6 +56,8 @@ def time_per_call(fn: Callable[[], object], number: int) -> float:
 def interleaved_medians(variants: dict[str, Callable[[], object]], number: int,
                         rounds: int = 15) -> dict[str, float]:
     """Median seconds per call of each variant, timed round-robin in one process."""
+    if _quick:
+        number, rounds = max(1, number // 5), min(rounds, 3)
     for fn in variants.values():  # warm up caches and lazy imports
         time_per_call(fn, max(1, number // 10))
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -50,6 +70,8 @@ def interleaved_medians(variants: dict[str, Callable[[], object]], number: int,
 def print_table(title: str, rows: list[tuple[str, float]], unit: str, reference: str) -> None:
     """Print `name  value  ratio-to-reference` rows."""
     ref = dict(rows)[reference]
+    if _tables is not None:
+        _tables.append((title, list(rows), unit))
     print(f"\n{title}")
     print(f"  {'variant':<34}{unit:>12}{'ratio to ' + reference:>28}")
     for name, value in rows:
