@@ -133,18 +133,20 @@ class FakeStorage:
 
     input: (source, real tensor) when the tensor is a graph input, else None;
     outside: a constant tensor the trace reached without a source (not writable);
-    writes: in-place writes so far (the real input's version advances by as many);
+    written: whether an in-place op wrote it; bumps: how many of those writes advance its
+    version counter (not writes through `.data`, which has its own counter, as in eager);
     tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases).
     See Note [Functionalized in-place ops].
     """
 
-    __slots__ = ("node", "input", "outside", "writes", "tensors")
+    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors")
 
     def __init__(self, node: GraphNode) -> None:
         self.node = node
         self.input: tuple[Any, Tensor] | None = None
         self.outside = False
-        self.writes = 0
+        self.written = False
+        self.bumps = 0
         self.tensors: list[FakeTensor] = []
 
 
@@ -312,7 +314,9 @@ def _write(target: FakeTensor, value: Any, what: str, check_dtype: bool = True) 
     node = value.node if isinstance(value, FakeTensor) else STATE.recorder.constant_of(value)
     storage = target.storage
     storage.node = node
-    storage.writes += 1
+    storage.written = True
+    if target.__dict__.get("alias_of", (None, ""))[1] != "data":
+        storage.bumps += 1
     if STATE.enabled and value._requires_grad:
         target._requires_grad = True
     return target

@@ -80,7 +80,7 @@ _TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitg
 @dataclasses.dataclass(frozen=True)
 class Mutation:
     """A graph input written in place by the trace: its final value is `fake`'s node, copied
-    back into the real tensor after the graph; `writes` in-place writes (version bumps)."""
+    back into the real tensor after the graph, whose version advances by `writes`."""
 
     source: Source
     fake: FakeTensor
@@ -241,9 +241,9 @@ class TraceContext:
         for source in self.input_sources:
             if source in self.number_sources:
                 continue
-            fake = self._input_fakes[source]
-            if fake.storage.writes:
-                found.append(Mutation(source, fake, fake.storage.writes))
+            storage = self._input_fakes[source].storage
+            if storage.written:
+                found.append(Mutation(source, self._input_fakes[source], storage.bumps))
         return found
 
     # ----- tensors read through their sources ---------------------------------------------

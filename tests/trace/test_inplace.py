@@ -1,0 +1,309 @@
+"""In-place ops inside compiled functions (Note [Functionalized in-place ops] in
+jitgrad/trace/fake.py): values, version counters and identities match eager; refused
+cases break the graph (or run eagerly) with eager's values and errors.
+
+Each test runs the same function compiled and eagerly on equal copies of the inputs.
+"""
+
+import contextlib
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.trace import report as report_module
+from jitgrad.trace.testing import CountingBackend
+
+
+def data(seed=0, shape=(2, 3), dtype=np.float32):
+    return np.random.default_rng(seed).normal(size=shape).astype(dtype)
+
+
+def pair(array, requires_grad=False):
+    """Two equal tensors: one for the compiled run, one for the eager run."""
+    return (jg.tensor(array, requires_grad=requires_grad),
+            jg.tensor(array, requires_grad=requires_grad))
+
+
+@contextlib.contextmanager
+def watch():
+    """Graphs, breaks and recompiles of every compiled call inside the block."""
+    output = report_module.ExplainOutput()
+    report_module.recorders().append(output)
+    try:
+        yield output
+    finally:
+        report_module.recorders().remove(output)
+
+
+def assert_same_tensor(compiled, eager):
+    np.testing.assert_array_equal(compiled.detach().numpy(), eager.detach().numpy())
+    assert compiled.dtype == eager.dtype and compiled._version == eager._version
+
+
+def update_chain(x, y):
+    x.add_(y, alpha=2)
+    x.mul_(0.5)
+    z = x * 3  # reads the written value
+    y += 1
+    x.addcdiv_(y, y + 2, value=0.25)
+    x.lerp_(y, 0.1)
+    x.clamp_(-1.0, 1.0)
+    return z
+
+
+def test_inplace_ops_on_inputs_are_one_graph_written_back_with_eager_versions():
+    x, x_ref = pair(data(0))
+    y, y_ref = pair(data(1))
+    counter = CountingBackend()
+    compiled = jg.compile(update_chain, backend=counter)
+    with watch() as report:
+        for _ in range(3):  # each call updates the inputs exactly once
+            z = compiled(x, y)
+            z_ref = update_chain(x_ref, y_ref)
+            assert_same_tensor(z, z_ref)
+            assert_same_tensor(x, x_ref)
+            assert_same_tensor(y, y_ref)
+    assert counter.compile_count == 1 and report.graph_break_count == 0
+    assert x._version == 15 and y._version == 3  # 5 and 1 writes per call, as eager
+
+
+def test_runner_copies_final_values_back_after_the_graph():
+    def f(x):
+        x.mul_(2)
+        x.add_(1)
+        return x.sum()
+
+    compiled = jg.compile(f)
+    compiled(jg.ones(3))
+    text = compiled.show()
+    assert ("def __jg_run_f(x):\n    __out = __graph(x)\n    __write_back(x, __out[1], 2)\n"
+            "    return __out[0]\n") in text
+    assert "%mul = call_function[mul](%x, 2)" in text
+
+
+def test_returned_input_is_the_callers_tensor():
+    def f(x):
+        x.sub_(1)
+        return x, x.data, x.detach()
+
+    x, x_ref = pair(data(2))
+    out, alias, detached = jg.compile(f)(x)
+    out_ref, _, _ = f(x_ref)
+    assert out is x
+    assert_same_tensor(out, out_ref)
+    np.testing.assert_array_equal(alias.numpy(), x_ref.numpy())
+    assert detached._version == x._version == 1  # detach() shares the version counter
+
+
+@pytest.mark.parametrize("src", ["tensor", "broadcast", "float64", "number", "0-d"],
+                         ids=str)
+def test_copy_and_fill_cast_and_broadcast_as_eager(src):
+    sources = {"tensor": data(3), "broadcast": data(3, shape=(3,)),
+               "float64": data(3, dtype=np.float64), "number": 2.5, "0-d": np.float32(4.0)}
+    value = sources[src]
+
+    def f(x, v):
+        x.copy_(v)
+        x.add_(1)
+        return x * 2
+
+    def g(x, v):
+        x.fill_(v if isinstance(v, float) else v.sum())
+        return x + 1
+
+    for fn in (f, g):
+        x, x_ref = pair(data(4))
+        v = value if isinstance(value, float) else jg.tensor(value)
+        assert_same_tensor(jg.compile(fn)(x, v), fn(x_ref, v))
+        assert_same_tensor(x, x_ref)
+
+
+def test_zero_and_inplace_operators_on_int_tensors():
+    def f(counts, step):
+        counts += step
+        counts *= 3
+        total = counts.sum()
+        counts.zero_()
+        return total
+
+    counts, counts_ref = pair(np.arange(6, dtype=np.int64))
+    step = jg.tensor(np.ones(6, dtype=np.int64))
+    assert_same_tensor(jg.compile(f)(counts, step), f(counts_ref, step))
+    assert_same_tensor(counts, counts_ref)
+
+
+def test_parameter_update_under_no_grad_stays_in_the_graph():
+    def sgd_step(p, lr):
+        with jg.no_grad():
+            p.data.copy_(p - lr * p.grad)
+            p.add_(p.grad, alpha=-lr)
+        return p
+
+    p, p_ref = pair(data(5), requires_grad=True)
+    g = jg.tensor(data(6))
+    p.grad, p_ref.grad = g, g.clone()
+    counter = CountingBackend()
+    compiled = jg.compile(sgd_step, backend=counter)
+    with watch() as report:
+        for _ in range(3):
+            assert compiled(p, 0.1) is p
+            sgd_step(p_ref, 0.1)
+            assert_same_tensor(p, p_ref)
+    assert counter.compile_count == 1 and report.graph_break_count == 0
+    assert p.is_leaf and p.requires_grad
+
+
+def test_writes_are_visible_after_a_graph_break():
+    def f(x):
+        x.add_(1)
+        jg.graph_break()
+        x.mul_(2)
+        return x + 1
+
+    x, x_ref = pair(data(7))
+    with watch() as report:
+        out = jg.compile(f)(x)
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    assert_same_tensor(out, f(x_ref))
+    assert_same_tensor(x, x_ref)
+
+
+def test_one_input_through_two_arguments_sees_its_own_write():
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    x, x_ref = pair(data(8))
+    assert_same_tensor(jg.compile(f)(x, x), f(x_ref, x_ref))
+    assert_same_tensor(x, x_ref)
+
+
+def test_tensors_made_in_the_graph_are_written_freely_with_gradients():
+    def f(w):
+        h = w * 2
+        h.add_(1)
+        h *= w
+        h.sub_(w.exp())
+        return h.sum()
+
+    w, w_ref = pair(data(9), requires_grad=True)
+    with watch() as report:
+        out = jg.compile(f)(w)
+    assert report.graph_break_count == 0
+    out_ref = f(w_ref)
+    np.testing.assert_allclose(out.item(), out_ref.item(), rtol=1e-6)
+    out.backward()
+    out_ref.backward()
+    np.testing.assert_allclose(w.grad.numpy(), w_ref.grad.numpy(), rtol=1e-6)
+
+
+def test_grad_is_read_and_assigned_through_the_parameter():
+    def f(p):
+        g = p.grad * 2
+        p.grad = None
+        return g
+
+    p = jg.tensor(data(10), requires_grad=True)
+    p.grad = jg.tensor(data(11))
+    out = jg.compile(f)(p)
+    np.testing.assert_array_equal(out.numpy(), data(11) * 2)
+    assert p.grad is None
+
+
+# ----- refused: eager's values or errors, through a graph break or an eager frame -----
+
+def test_inplace_on_a_leaf_requiring_grad_raises_eagers_error():
+    def f(w):
+        w.add_(1)
+        return w
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            jg.compile(f)(jg.ones(3, requires_grad=True))
+
+
+def test_inplace_result_that_cannot_be_cast_raises_eagers_error():
+    def f(counts):
+        counts.add_(1.5)
+        return counts
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the "
+                                               "desired output type Long"):
+            jg.compile(f)(jg.tensor([1, 2]))
+
+
+def views_then_write(x):
+    v = x.view(-1)
+    x.add_(1)
+    return v * 1
+
+
+def write_through_view(x):
+    x[0].mul_(3)
+    return x + 0
+
+
+@pytest.mark.parametrize("fn", [views_then_write, write_through_view],
+                         ids=lambda f: f.__name__)
+def test_writes_involving_views_break_the_graph_with_eager_values(fn):
+    x, x_ref = pair(data(12))
+    with watch() as report:
+        out = jg.compile(fn)(x)
+    assert [r.kind for r in report.break_reasons] == ["INPLACE_ON_VIEW"]
+    out_ref = fn(x_ref)
+    # values only: a view handed from a graph to eager code shares its base's memory but
+    # not its version counter, so the write through `x[0]` does not bump x's version
+    np.testing.assert_array_equal(out.numpy(), out_ref.numpy())
+    np.testing.assert_array_equal(x.numpy(), x_ref.numpy())
+
+
+def test_an_input_that_is_a_view_is_written_eagerly_into_its_base():
+    def f(x):
+        x.add_(1)
+        return x
+
+    base, base_ref = pair(data(13, shape=(4,)))
+    with watch() as report:
+        jg.compile(f)(base[1:])
+    f(base_ref[1:])
+    assert [r.kind for r in report.break_reasons] == ["INPLACE_ON_VIEW"]
+    assert_same_tensor(base, base_ref)
+
+
+def accumulate(x, total=jg.zeros(3)):  # noqa: B008 - the trap under test
+    total.add_(x)
+    return total * 1
+
+
+def test_a_tensor_reached_without_a_source_is_written_by_its_own_frame():
+    # inlined, the callee's default is a constant of the caller's graph: refused there; the
+    # callee then runs compiled on its own, where the default is an input written back
+    def f(x):
+        return accumulate(x) + 1
+
+    compiled = jg.compile(f)
+    with watch() as report:
+        compiled(jg.ones(3))
+        out = compiled(jg.ones(3))
+    assert report.break_reasons[0].kind == "INPLACE_ON_CONSTANT"
+    np.testing.assert_array_equal(out.numpy(), [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(accumulate.__defaults__[0].numpy(), [2.0, 2.0, 2.0])
+
+
+def test_a_default_argument_of_the_compiled_function_is_an_input_written_back():
+    def f(x, total=jg.zeros(3)):  # noqa: B008 - the trap under test
+        total.add_(x)
+        return total * 1
+
+    compiled = jg.compile(f)
+    with watch() as report:
+        compiled(jg.ones(3))
+        out = compiled(jg.ones(3))
+    assert report.graph_break_count == 0
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
+    assert f.__defaults__[0]._version == 2
