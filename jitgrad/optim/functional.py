@@ -1,13 +1,13 @@
 """The optimizer updates as functions of parameter, gradient and state tensors
 (torch.optim's functional `sgd`/`adam`), shared by eager steps and compiled ones.
 
-`sgd(...)` and `adam(...)` update their tensors in place. Each per-parameter formula
-(`sgd_values`, `adam_values`) is written once against an array namespace, like backward
-formulas (jitgrad/eager/xp.py): on real tensors it runs on their numpy arrays (`NUMPY`,
-the fast eager path: no dispatch, no autograd), on the compiler's traced tensors it runs
-as tensor ops (`TENSOR`), which the tracer records into the step's graph and the numba
-backend fuses into a kernel per parameter. See Note [Compiled optimizer step] in
-jitgrad/optim/optimizer.py.
+`sgd(...)`, `adam(...)` and `rmsprop(...)` update their tensors in place. Each
+per-parameter formula (`sgd_values`, `adam_values`, `rmsprop_values`) is written once
+against an array namespace, like backward formulas (jitgrad/eager/xp.py): on real tensors
+it runs on their numpy arrays (`NUMPY`, the fast eager path: no dispatch, no autograd), on
+the compiler's traced tensors it runs as tensor ops (`TENSOR`), which the tracer records
+into the step's graph and the numba backend fuses into a kernel per parameter. See Note
+[Compiled optimizer step] in jitgrad/optim/optimizer.py.
 
 Values follow PyTorch's single-tensor CPU path op by op, including its fused multiply-adds
 (`fma`), so eager steps match torch bit for bit on float32 (tests/optim/test_optim.py) and
@@ -156,17 +156,78 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
             for tensor, value in zip(tensors, values[:len(tensors)], strict=True):
                 tensor.copy_(value)
             continue
-        if type(step_t._data) is np.ndarray:
-            step_t._data[...] += 1
-        else:  # a numpy scalar, as some 0-d op results (e.g. a compiled step's counter) are
-            step_t._data = np.array(step_t._data + 1, dtype=step_t._data.dtype)
-        step_t._bump_version()
+        _increment(step_t)
         values = adam_values(NUMPY, param._data, grad._data, exp_avg._data, exp_avg_sq._data,
                              None if max_sq is None else max_sq._data,
                              float(step_t._data), **hyper)
-        for tensor, value in zip(tensors, values[:len(tensors)], strict=True):
+        _write_arrays(tensors, values[:len(tensors)])
+
+
+# ----- RMSprop ----------------------------------------------------------------------------
+
+def rmsprop_values(xp: Any, param: Any, grad: Any, square_avg: Any, grad_avg: Any,
+                   buffer: Any, *, lr: float, alpha: float, eps: float, weight_decay: float,
+                   momentum: float, centered: bool, maximize: bool) -> tuple[Any, Any, Any, Any]:
+    """(param, square_avg, grad_avg or None, momentum buffer or None) after one RMSprop
+    step; see `RMSprop`'s docstring."""
+    g = -grad if maximize else grad
+    if weight_decay != 0:
+        g = fma(weight_decay, param, g)
+    square_avg = fma((1 - alpha) * g, g, square_avg * alpha)  # mul_, addcmul_
+    if centered:
+        grad_avg = fma(1 - alpha, g - grad_avg, grad_avg)  # lerp_(g, 1 - alpha)
+        avg = xp.sqrt(fma(-grad_avg, grad_avg, square_avg)) + eps
+    else:
+        avg = xp.sqrt(square_avg) + eps
+    if momentum > 0:
+        buffer = buffer * momentum + g / avg  # mul_, addcdiv_
+        return fma(-lr, buffer, param), square_avg, grad_avg, buffer  # add_(buf, alpha=-lr)
+    return param + (-lr * g) / avg, square_avg, grad_avg, buffer  # addcdiv_(g, avg, value=-lr)
+
+
+def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+            grad_avgs: list[Tensor], momentum_buffers: list[Tensor], state_steps: list[Tensor],
+            *, lr: float, alpha: float, eps: float, weight_decay: float, momentum: float,
+            centered: bool, maximize: bool) -> None:
+    """RMSprop on every parameter, in place: parameters, averages, buffers, step counters.
+    grad_avgs: one per parameter when centered, else empty; momentum_buffers: one per
+    parameter when momentum > 0, else empty."""
+    hyper = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                 centered=centered, maximize=maximize)
+    none = [None] * len(params)
+    for param, grad, square_avg, grad_avg, buffer, step_t in zip(
+            params, grads, square_avgs, grad_avgs if centered else none,
+            momentum_buffers if momentum > 0 else none, state_steps, strict=True):
+        tensors = (param, square_avg, grad_avg, buffer)
+        if is_traced(param):
+            step_t.add_(1)
+            values = rmsprop_values(TENSOR, param, grad, square_avg, grad_avg, buffer, **hyper)
+            for tensor, value in zip(tensors, values, strict=True):
+                if tensor is not None:
+                    tensor.copy_(value)
+            continue
+        _increment(step_t)
+        values = rmsprop_values(NUMPY, *[None if t is None else t._data
+                                         for t in (param, grad, square_avg, grad_avg, buffer)],
+                                **hyper)
+        _write_arrays(tensors, values)
+
+
+def _increment(step_t: Tensor) -> None:
+    """step_t += 1 on a real float32 0-d step counter."""
+    if type(step_t._data) is np.ndarray:
+        step_t._data[...] += 1
+    else:  # a numpy scalar, as some 0-d op results (e.g. a compiled step's counter) are
+        step_t._data = np.array(step_t._data + 1, dtype=step_t._data.dtype)
+    step_t._bump_version()
+
+
+def _write_arrays(tensors: tuple, values: tuple) -> None:
+    """Each real tensor (None: absent state) takes its new array in place."""
+    for tensor, value in zip(tensors, values, strict=True):
+        if tensor is not None:
             tensor._data[...] = value
             tensor._bump_version()
 
 
-__all__ = ["sgd", "adam"]
+__all__ = ["sgd", "adam", "rmsprop"]

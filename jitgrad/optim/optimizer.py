@@ -15,7 +15,7 @@ source (a graph input, or None guarded as None), `self.state[p]` is the item of 
 keyed by tensors (guarded to be that parameter), and state created lazily on the first
 step is made in the graph and stored after it (a guard on its absence makes the second
 call trace again, with the state as inputs; later calls hit the cache). The update itself
-is `jitgrad.optim.functional` (`sgd`, `adam`), which the tracer runs on its traced
+is `jitgrad.optim.functional` (`sgd`, `adam`, `rmsprop`), which the tracer runs on its traced
 tensors: the formulas become tensor ops (fused by the numba backend into one kernel per
 parameter) and the in-place writes into parameters and state (`p.copy_(new)`, the step
 counter's `add_(1)`, a float32 0-d tensor and therefore a graph input rather than a
@@ -23,8 +23,9 @@ constant recompiled per step) are functionalized: the graph returns the new valu
 compiled function writes them back into the same tensors, bumping their versions (Note
 [Functionalized in-place ops] in jitgrad/trace/fake.py). `zero_grad()` becomes replayed
 `p.grad = None` assignments (or `grad.zero_()` write-backs with set_to_none=False).
-Code paths that cannot be traced (a grad that requires grad, RMSprop's numpy update) make
-the call a graph break: it then runs eagerly, with the same values.
+Code that cannot be traced (a grad that requires grad, an optimizer whose update writes
+numpy arrays, as other subclasses may) makes the call a graph break: it then runs eagerly,
+with the same values.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from jitgrad.optim.optimizer import Optimizer, ParamsT, fma, lazy_state
+from jitgrad.optim.functional import rmsprop
+from jitgrad.optim.optimizer import Optimizer, ParamsT, lazy_state
 
 
 class RMSprop(Optimizer):
@@ -37,38 +36,26 @@ class RMSprop(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, group: dict[str, Any]) -> None:
-        lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-        weight_decay, momentum = group["weight_decay"], group["momentum"]
-        centered = group["centered"]
+        momentum, centered = group["momentum"], group["centered"]
         names = (("square_avg",) + (("momentum_buffer",) if momentum > 0 else ())
                  + (("grad_avg",) if centered else ()))
+        params, grads, square_avgs, grad_avgs, buffers, steps = [], [], [], [], [], []
         for param in group["params"]:
-            if param._grad is None:
+            grad = param.grad
+            if grad is None:
                 continue
             state = lazy_state(self, param, names)
-            p = param._data
-            g = -param._grad._data if group["maximize"] else param._grad._data
-            state["step"]._data[...] += 1
-            state["step"]._bump_version()
-            if weight_decay != 0:
-                g = fma(weight_decay, p, g)
-            square_avg = state["square_avg"]._data
-            square_avg[...] = fma((1 - alpha) * g, g, square_avg * alpha)  # mul_, addcmul_
+            params.append(param)
+            grads.append(grad)
+            square_avgs.append(state["square_avg"])
             if centered:
-                grad_avg = state["grad_avg"]._data
-                grad_avg[...] = fma(1 - alpha, g - grad_avg, grad_avg)  # lerp_(g, 1 - alpha)
-                avg = np.sqrt(fma(-grad_avg, grad_avg, square_avg)) + eps
-            else:
-                avg = np.sqrt(square_avg) + eps
+                grad_avgs.append(state["grad_avg"])
             if momentum > 0:
-                buf = state["momentum_buffer"]._data
-                buf[...] = buf * momentum + g / avg  # mul_, addcdiv_
-                p[...] = fma(-lr, buf, p)  # add_(buf, alpha=-lr)
-            else:
-                p += (-lr * g) / avg  # addcdiv_(g, avg, value=-lr)
-            for name in names:
-                state[name]._bump_version()
-            param._bump_version()
+                buffers.append(state["momentum_buffer"])
+            steps.append(state["step"])
+        rmsprop(params, grads, square_avgs, grad_avgs, buffers, steps, lr=group["lr"],
+                alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
+                momentum=momentum, centered=centered, maximize=group["maximize"])
 
 
 __all__ = ["RMSprop"]

@@ -28,6 +28,8 @@ Refused, so the instruction runs eagerly at a graph break (or raises eager's err
 - a graph input, with grad mode on, that requires grad or is written a value that does
   (eager rebases autograd history there, or raises for a leaf): `INPLACE_NEEDS_AUTOGRAD`;
 - a tensor the trace reached without a source (a constant from outside): `INPLACE_ON_CONSTANT`;
+- an input sharing memory with another input (checked when the trace ends, not guarded
+  on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
 - `x[i] = v`, whose write into part of a tensor is a view write (translator: SIDE_EFFECT).
 Tensors made inside the graph may be written in place freely, with or without grad.
 """
@@ -209,6 +211,8 @@ class FakeTensor(Tensor):
             except RuntimeError:
                 raise broadcast_error("copy_", self, src) from None
             src = apply_op(OPS["expand"], (src,), (src._data,), {"shape": self._data.shape})
+        if self.storage.input is None:  # its own value, not src's (a graph input is copied
+            src = src.clone()           # into when written back)
         return _write(self, src, "copy_", check_dtype=False)
 
     def fill_(self, value: Any) -> FakeTensor:

@@ -74,7 +74,8 @@ _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linal
 # jitgrad code written to be traced like user code (Note [Compiled optimizer step] in
 # jitgrad/optim/optimizer.py): inlined, so its reads of parameters, grads and state become
 # sourced graph inputs and its in-place updates are functionalized
-_TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam")
+_TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam",
+                           "jitgrad.optim.rmsprop")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,14 +237,29 @@ class TraceContext:
         return self.constant_tensor(tensor).node
 
     def mutated_inputs(self) -> list[Mutation]:
-        """Graph inputs written in place by the trace, in input order (their write-backs)."""
+        """Graph inputs written in place by the trace, in input order (their write-backs).
+
+        Raises Unsupported when a written input shares memory with another input (two
+        tensor objects over one array, e.g. `x` and `x.detach()`): the graph would read the
+        other one's old values. Checked at trace time only; see Note [Functionalized
+        in-place ops] in jitgrad/trace/fake.py.
+        """
         found = []
+        inputs = [self._input_fakes[s].storage.input[1] for s in self.input_sources
+                  if s not in self.number_sources]
         for source in self.input_sources:
             if source in self.number_sources:
                 continue
             storage = self._input_fakes[source].storage
-            if storage.written:
-                found.append(Mutation(source, self._input_fakes[source], storage.bumps))
+            if not storage.written:
+                continue
+            tensor = storage.input[1]
+            if any(other is not tensor and np.may_share_memory(tensor._data, other._data)
+                   for other in inputs):
+                raise Unsupported("INPLACE_ON_ALIASED_INPUT", f"in-place write to "
+                                  f"{source.name()}, whose memory another input shares",
+                                  "pass one tensor once, or clone() one of them")
+            found.append(Mutation(source, self._input_fakes[source], storage.bumps))
         return found
 
     # ----- tensors read through their sources ---------------------------------------------

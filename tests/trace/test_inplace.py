@@ -307,3 +307,31 @@ def test_a_default_argument_of_the_compiled_function_is_an_input_written_back():
     assert report.graph_break_count == 0
     np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
     assert f.__defaults__[0]._version == 2
+
+
+def test_writing_an_input_whose_memory_another_input_shares_runs_eagerly():
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    x, x_ref = pair(data(14))
+    with watch() as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = jg.compile(f)(x, x.detach())
+    assert report.frame_outcomes[0].outcome == "eager"
+    assert "INPLACE_ON_ALIASED_INPUT" not in [r.kind for r in report.break_reasons]
+    assert "shares" in report.frame_outcomes[0].reason
+    assert_same_tensor(out, f(x_ref, x_ref.detach()))
+
+
+def test_a_tensor_made_in_the_graph_copies_an_input_instead_of_aliasing_it():
+    def f(x):
+        buffer = jg.zeros(3)
+        buffer.copy_(x)
+        return buffer, x
+
+    x = jg.ones(3)
+    buffer, same = jg.compile(f)(x)
+    assert same is x and buffer is not x
+    buffer.add_(1)
+    np.testing.assert_array_equal(x.numpy(), [1.0, 1.0, 1.0])
