@@ -240,7 +240,8 @@ def save_loss_curves(train_losses: list[float], val_points: list[tuple[int, floa
     window = max(1, len(train_losses) // 50)
     smooth = np.convolve(train_losses, np.ones(window) / window, mode="valid")
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(range(window, len(train_losses) + 1), smooth, label=f"train (mean of {window})")
+    label = "train" if window == 1 else f"train (mean of {window} steps)"
+    ax.plot(range(window, len(train_losses) + 1), smooth, label=label)
     steps, losses = zip(*val_points, strict=True)
     ax.plot(steps, losses, marker="o", markersize=3, label="validation")
     ax.axhline(unigram, color="gray", linestyle="--", label=f"unigram model ({unigram:.3f})")

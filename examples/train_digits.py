@@ -9,7 +9,7 @@ The script prints both held-out accuracies (about 97% after the default 30 epoch
 per-step times, the first 20 losses side by side, what the compiler captured in one step
 (graphs, graph breaks with their reasons, fusion groups), and saves the loss curves as a PNG.
 
-    python examples/train_digits.py [--epochs 30] [--seed 0] [--eager | --compile] [--out DIR]
+    python examples/train_digits.py [--epochs 30] [--eager | --compile] [--show-graphs] ...
 
 Apart from the first import lines, the model and training step are what one would write
 against PyTorch (`jitgrad.compile` playing `torch.compile`).
@@ -18,9 +18,11 @@ against PyTorch (`jitgrad.compile` playing `torch.compile`).
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import os
 import statistics
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +44,7 @@ import jitgrad  # noqa: E402
 import jitgrad as torch  # noqa: E402
 import jitgrad.nn as nn  # noqa: E402
 import jitgrad.nn.functional as F  # noqa: E402, N812
+from jitgrad.trace.graph import target_name  # noqa: E402
 from jitgrad.utils.data import DataLoader, Subset, TensorDataset, random_split  # noqa: E402
 
 COMPARED_STEPS = 20  # the first steps whose losses are printed side by side
@@ -149,19 +152,32 @@ def accuracy(model: nn.Module, dataset: Subset) -> tuple[int, int]:
     return int((predictions == labels).sum().item()), len(labels)
 
 
-def print_capture(report: jitgrad.ExplainOutput) -> None:
-    """The graphs, graph breaks (with reasons) and fusion groups of one compiled step."""
+def op_counts(graph: jitgrad.trace.graph.Graph) -> str:
+    """`linear x2, relu, log_softmax, nll_loss`: the graph's ops in first-use order."""
+    counts = collections.Counter(target_name(node.target) for node in graph.nodes
+                                 if node.op == "call_function")
+    return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counts.items())
+
+
+def print_capture(report: jitgrad.ExplainOutput, full: bool) -> None:
+    """The graphs, graph breaks (with reasons) and fusion groups of one compiled step:
+    per graph its ops and one line per fusion group, or the full listings if `full`."""
     print("\nWhat jitgrad.compile captured in one training step (jitgrad.explain):")
     print(f"  graphs: {report.graph_count}, graph breaks: {report.graph_break_count}")
     for i, reason in enumerate(report.break_reasons, 1):
         print(f"  break {i}: " + str(reason).replace("\n", "\n  "))
     for i, graph in enumerate(report.graphs):
         groups = report.fusion_groups[i] if i < len(report.fusion_groups) else []
-        print(f"  graph {i}: {sum(n.op == 'call_function' for n in graph.nodes)} ops, "
-              f"{len(groups)} fusion groups")
-        print("    " + str(graph).replace("\n", "\n    "))
+        ops = sum(node.op == "call_function" for node in graph.nodes)
+        print(f"  graph {i}: {ops} ops, {len(groups)} fusion groups")
+        if full:
+            print("    " + str(graph).replace("\n", "\n    "))
+        else:
+            print(textwrap.fill(op_counts(graph), width=96, initial_indent="    ops: ",
+                                subsequent_indent="         "))
         for group in groups:
-            print("    " + str(group).replace("\n", "\n    "))
+            text = str(group) if full else str(group).splitlines()[0]
+            print("    " + text.replace("\n", "\n    "))
 
 
 def print_side_by_side(runs: dict[str, Run]) -> None:
@@ -196,11 +212,14 @@ def print_side_by_side(runs: dict[str, Run]) -> None:
 def save_loss_curves(runs: dict[str, Run], steps_per_epoch: int, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    for (name, run), color in zip(runs.items(), ("tab:blue", "tab:orange"), strict=False):
-        ax.plot(range(1, len(run.losses) + 1), run.losses, color=color, alpha=0.3, linewidth=0.8)
+    styles = {"eager": ("tab:blue", "-", "o"), "compiled": ("tab:orange", "--", "x")}
+    for name, run in runs.items():
+        color, line, marker = styles[name]
+        ax.plot(range(1, len(run.losses) + 1), run.losses, color=color, linestyle=line,
+                alpha=0.35, linewidth=0.8)
         epochs_end = [steps_per_epoch * (e + 1) for e in range(len(run.epoch_losses))]
-        ax.plot(epochs_end, run.epoch_losses, color=color, marker="o", markersize=3,
-                label=f"{name} (epoch mean)")
+        ax.plot(epochs_end, run.epoch_losses, color=color, linestyle=line, marker=marker,
+                markersize=4, label=f"{name}: per step, epoch mean")
     ax.set_xlabel("training step")
     ax.set_ylabel("training loss (cross-entropy)")
     ax.set_yscale("log")
@@ -219,6 +238,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out",
                         help="directory for the loss-curve PNG")
+    parser.add_argument("--show-graphs", action="store_true",
+                        help="print the full listing of every captured graph and fusion group")
     only = parser.add_mutually_exclusive_group()
     only.add_argument("--eager", action="store_true", help="train eagerly only")
     only.add_argument("--compile", action="store_true", help="train compiled only")
@@ -237,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict[str, Run]:
 
     runs = {mode: train(mode, initial_state, train_set, held_out, args) for mode in modes}
     if "compiled" in runs:
-        print_capture(runs["compiled"].report)
+        print_capture(runs["compiled"].report, args.show_graphs)
     print_side_by_side(runs)
     curve = args.out / "train_digits_loss.png"
     save_loss_curves(runs, -(-len(train_set) // args.batch_size), curve)
