@@ -47,7 +47,12 @@ def fma(x: Any, y: Any, z: Any) -> Any:
         return (x64 * y + z).astype(np.float32)
     if z._data.dtype != np.float32:
         return x * y + z
-    x64 = float(np.float32(x)) if isinstance(x, (int, float)) else TENSOR.cast(x, np.float64)
+    if isinstance(x, (int, float)):
+        x64: Any = float(np.float32(x))
+    elif x._weak_scalar:  # a Python number that is a graph input: rounded the same way
+        x64 = TENSOR.cast(TENSOR.cast(x, np.float32), np.float64)
+    else:
+        x64 = TENSOR.cast(x, np.float64)
     return TENSOR.cast(x64 * TENSOR.cast(y, np.float64) + TENSOR.cast(z, np.float64), np.float32)
 
 

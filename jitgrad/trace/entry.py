@@ -35,7 +35,7 @@ from jitgrad.trace import breaks, report, side_effects
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.guards import explain_failure
+from jitgrad.trace.guards import changed_numbers, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.sources import FrameValues, LocalSource, Source
 from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
@@ -178,10 +178,14 @@ class CompiledFunction:
         failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
         reason = f"{self._qualname()}: {failed}" if failed is not None else self._qualname()
         guard = failed.guard if failed is not None else None
-        if guard is not None and guard.kind.name == "EQUALS_MATCH" and \
-                type(guard.expected) in (int, float):
-            cache.dynamic_numbers = cache.dynamic_numbers | {guard.source}
-            reason += "; it becomes a graph input"
+        changed = changed_numbers(cache.entries[0].guards, self._function, args, kwargs)
+        if changed:
+            cache.dynamic_numbers = cache.dynamic_numbers | set(changed)
+            if guard is not None and guard.source in changed:
+                reason += "; it becomes a graph input"
+            else:
+                names = ", ".join(source.name() for source in changed)
+                reason += f"; changed numbers become graph inputs: {names}"
         report.record_recompile(f"recompiling {reason}")
         if cache.compiles >= config.RECOMPILE_LIMIT or _TOTAL["compiles"] >= \
                 config.TOTAL_RECOMPILE_LIMIT:

@@ -428,6 +428,28 @@ def explain_failure(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
     return None
 
 
+def changed_numbers(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
+                    kwargs: dict[str, Any]) -> list[Source]:
+    """Sources of Python numbers (int, float) whose value differs from the traced one in
+    this call (the same type, another value): every one, not only the first failing guard,
+    so one recompile makes them all graph inputs (Note [Unspecialized numbers])."""
+    try:
+        frame = FrameValues.bind(fn, args, kwargs)
+    except TypeError:
+        return []
+    changed = []
+    for guard in guard_set:
+        if guard.kind is not GuardKind.EQUALS_MATCH or type(guard.expected) not in (int, float):
+            continue
+        try:
+            value = guard.source.get(frame)
+        except Exception:  # noqa: BLE001 - a base that changed type: not a changed number
+            continue
+        if type(value) is type(guard.expected) and _mismatch_equals(guard.expected, value):
+            changed.append(guard.source)
+    return changed
+
+
 def _mismatch(guard: Guard, frame: FrameValues) -> str | None:
     """Why `guard` fails in `frame`, as `what: expected X, got Y`; None when it holds."""
     if guard.kind is GuardKind.NOT_PRESENT:

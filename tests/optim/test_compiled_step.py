@@ -137,6 +137,26 @@ def test_changed_hyperparameter_recompiles_with_eager_values():
     assert counter.compile_count == 2
 
 
+@pytest.mark.parametrize("name", ["sgd_momentum", "adamw"])
+def test_learning_rate_from_a_scheduler_becomes_a_graph_input(name):
+    params, ref_params = make_params(), make_params()
+    opt, ref = OPTIMIZERS[name](params), OPTIMIZERS[name](ref_params)
+    schedulers = [jg.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.7) for o in (opt, ref)]
+    counter = CountingBackend()
+    step = jg.compile(opt.step, backend=counter)
+    for i in range(6):
+        set_grads(params, i)
+        set_grads(ref_params, i)
+        step()
+        ref.step()
+        for scheduler in schedulers:
+            scheduler.step()
+        assert_same_state(opt, ref)
+    # the second call finds the state and a changed lr, which becomes a graph input (Note
+    # [Unspecialized numbers]) in that same recompile
+    assert counter.compile_count == 2
+
+
 class NumpySignSGD(jg.optim.Optimizer):
     """An optimizer whose update writes numpy arrays: it cannot be traced."""
 
