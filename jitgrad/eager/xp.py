@@ -176,6 +176,22 @@ class NumpyNamespace:
         """numpy's einsum with explicit output subscripts (`"ij,jk->ik"`)."""
         return np.einsum(equation, *operands)
 
+    @staticmethod
+    def unfold2d(x: Any, kernel: tuple[int, int], stride: tuple[int, int],
+                 dilation: tuple[int, int]) -> Any:
+        """Windows of x (N, C, H, W) -> (N, OH, OW, C, kh, kw) (jitgrad.eager.ops.conv)."""
+        from jitgrad.eager.ops.conv import unfold_forward
+
+        return unfold_forward(np.asarray(x), kernel, stride, dilation)
+
+    @staticmethod
+    def fold2d(patches: Any, shape: tuple[int, ...], kernel: tuple[int, int],
+               stride: tuple[int, int], dilation: tuple[int, int]) -> Any:
+        """Windows (N, OH, OW, C, kh, kw) summed back into zeros of `shape` (N, C, H, W)."""
+        from jitgrad.eager.ops.conv import fold_forward
+
+        return fold_forward(np.asarray(patches), shape, kernel, stride, dilation)
+
 
 NUMPY = NumpyNamespace()
 

@@ -151,3 +151,17 @@ def triu_mask(n: int, shape: tuple[int, ...]) -> Tensor:
 
 def einsum(equation: str, *operands: Tensor) -> Tensor:
     return linalg.einsum(equation, *operands)
+
+
+def unfold2d(x: Tensor, kernel: tuple[int, int], stride: tuple[int, int],
+             dilation: tuple[int, int]) -> Tensor:
+    from jitgrad.eager.ops import conv
+
+    return conv.unfold2d(x, kernel, stride, dilation)
+
+
+def fold2d(patches: Tensor, shape: tuple[int, ...], kernel: tuple[int, int],
+           stride: tuple[int, int], dilation: tuple[int, int]) -> Tensor:
+    from jitgrad.eager.ops import conv
+
+    return conv.fold2d(patches, shape, kernel, stride, dilation)

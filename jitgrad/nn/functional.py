@@ -26,6 +26,7 @@ from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import generator_of
 from jitgrad.eager.tensor import Tensor
+from jitgrad.nn.functional_conv import avg_pool2d, conv2d, max_pool2d
 
 # ----- losses -------------------------------------------------------------------------
 
@@ -444,5 +445,6 @@ __all__ = [
     "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "one_hot", "scaled_dot_product_attention", "pad",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "softplus", "elu", "hardtanh", "logsigmoid",
-    "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity",
+    "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity", "conv2d", "max_pool2d",
+    "avg_pool2d",
 ]

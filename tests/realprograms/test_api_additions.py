@@ -217,3 +217,42 @@ def test_embedding_max_norm_renormalizes_the_rows_it_looks_up():
     assert "max_norm=1.5" in repr(emb)
     with pytest.raises(NotImplementedError, match="sparse=True"):
         jg.nn.Embedding(6, 3, sparse=True)(jg.tensor([1]))
+
+
+# ----- convolution and pooling -------------------------------------------------------------
+
+
+def test_conv2d_second_order_gradients_run_through_fold_and_unfold():
+    rng = np.random.default_rng(1)
+    x = jg.tensor(rng.normal(size=(1, 2, 5, 4)), requires_grad=True)
+    w = jg.tensor(rng.normal(size=(3, 2, 2, 2)), requires_grad=True)
+
+    def input_gradient(w):
+        with jg.enable_grad():  # gradcheck's numerical pass runs without grad mode
+            out = jg.nn.functional.conv2d(x, w, stride=(2, 1), padding=1)
+            (grad_x,) = jg.autograd.grad(out.pow(2).sum(), x, create_graph=True)
+        return grad_x
+
+    assert gradcheck(input_gradient, (w,))
+
+
+def test_conv2d_module_init_and_errors():
+    jg.manual_seed(0)
+    conv = jg.nn.Conv2d(2, 4, 3, stride=2, padding=1)
+    assert conv.weight.shape == (4, 2, 3, 3) and conv.bias.shape == (4,)
+    bound = 1 / math.sqrt(2 * 3 * 3)  # kaiming_uniform_(a=sqrt(5)) and the bias: U(-b, b)
+    assert conv.weight.abs().max().item() <= bound and conv.bias.abs().max().item() <= bound
+    assert repr(conv) == "Conv2d(2, 4, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))"
+    assert conv(jg.ones(5, 2, 8, 7)).shape == (5, 4, 4, 4)
+    with pytest.raises(RuntimeError, match=r"expected input\[1, 3, 8, 8\] to have 2 channels"):
+        conv(jg.ones(1, 3, 8, 8))
+    with pytest.raises(RuntimeError, match="Calculated output size is too small"):
+        jg.nn.Conv2d(1, 1, 5)(jg.ones(1, 1, 3, 3))
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        jg.nn.MaxPool2d(2, padding=2)(jg.ones(1, 1, 6, 6))
+
+
+def test_max_pool2d_gradient_goes_to_the_first_maximum():
+    x = jg.tensor([[[[1.0, 3.0], [3.0, 0.0]]]], requires_grad=True)
+    jg.nn.MaxPool2d(2)(x).sum().backward()
+    assert x.grad.tolist() == [[[[0.0, 1.0], [0.0, 0.0]]]]  # torch 2.13 gives the same

@@ -2,9 +2,9 @@
 
 The inventory is research/real_programs.md §1.1/§2 (programs: MG micrograd test, TF/TN
 tutorial polynomials, RG examples/regression, Z1/Z2/Z4/Z5 nn-zero-to-hero, MM makemore's
-six models, MN examples/mnist without conv2d/max_pool2d, VA examples/vae, mG minGPT, nG
-nanoGPT), plus the names issue 6 asks for by name. Each entry is the torch path and the
-programs using it; it must resolve in jitgrad (`torch` -> `jitgrad`) and, through the
+six models, MN examples/mnist with its conv2d/max_pool2d, VA examples/vae, mG minGPT, nG
+nanoGPT), plus the names issue 6 asks for by name ("issue"). Each entry is the torch
+path and the programs using it; it must resolve in jitgrad (`torch` -> `jitgrad`) and, through the
 import swap, to the very same object. What jitgrad cannot do is listed in UNSUPPORTED
 with the error it raises.
 """
@@ -94,6 +94,8 @@ torch.nn.GELU nG
 torch.nn.Tanh MM
 torch.nn.Dropout MN mG nG
 torch.nn.Flatten TN
+torch.nn.Conv2d MN
+torch.nn.MaxPool2d issue
 torch.nn.Sequential TN MM
 torch.nn.ModuleDict MM mG nG
 torch.nn.ModuleList MM mG nG
@@ -107,6 +109,8 @@ torch.nn.utils.clip_grad_norm_ mG nG
 torch.nn.functional.cross_entropy Z2 Z4 Z5 MM mG nG
 torch.nn.functional.softmax Z2 Z4 Z5 MM mG nG
 torch.nn.functional.log_softmax MN
+torch.nn.functional.conv2d MN
+torch.nn.functional.max_pool2d MN
 torch.nn.functional.nll_loss MN
 torch.nn.functional.one_hot Z1 Z4
 torch.nn.functional.layer_norm nG
@@ -237,9 +241,12 @@ UNSUPPORTED = [
      r"DistributedDataParallel.*single process"),
     ("torch.amp.autocast(device_type='cpu', dtype=torch.bfloat16).__enter__()", RuntimeError,
      r"autocast.*float32"),
-    ("torch.nn.functional.conv2d", AttributeError,
-     r"jitgrad does not implement torch\.nn\.functional\.conv2d \(used at .*<inventory>:1\)"),
-    ("torch.nn.Conv2d", AttributeError, r"jitgrad does not implement torch\.nn\.Conv2d"),
+    ("torch.nn.functional.conv3d", AttributeError,
+     r"jitgrad does not implement torch\.nn\.functional\.conv3d \(used at .*<inventory>:1\)"),
+    ("torch.nn.LSTM", AttributeError, r"jitgrad does not implement torch\.nn\.LSTM"),
+    ("torch.nn.Conv2d(2, 2, 3, groups=2)", NotImplementedError, r"groups=1"),
+    ("torch.nn.functional.max_pool2d(torch.ones(1, 1, 4, 4), 2, return_indices=True)",
+     NotImplementedError, r"return_indices=True is not implemented"),
     ("torch.fft.rfft", AttributeError, r"jitgrad does not implement torch\.fft"),
 ]
 
@@ -255,7 +262,7 @@ def test_feature_probes_see_what_jitgrad_has(torch_swap):
     import inspect
 
     assert hasattr(torch_swap.nn.functional, "scaled_dot_product_attention")
-    assert not hasattr(torch_swap.nn.functional, "conv2d")
+    assert not hasattr(torch_swap.nn.functional, "conv3d")
     assert "fused" not in inspect.signature(torch_swap.optim.AdamW).parameters
 
 

@@ -16,6 +16,7 @@ from jitgrad.nn.modules.activation import (
     Tanh,
 )
 from jitgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
+from jitgrad.nn.modules.conv import Conv2d
 from jitgrad.nn.modules.dropout import Dropout
 from jitgrad.nn.modules.flatten import Flatten, Unflatten
 from jitgrad.nn.modules.linear import Identity, Linear
@@ -29,10 +30,11 @@ from jitgrad.nn.modules.loss import (
 )
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.modules.normalization import LayerNorm
+from jitgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
 from jitgrad.nn.modules.sparse import Embedding
 
 __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "ReLU",
            "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss"]
+           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d"]

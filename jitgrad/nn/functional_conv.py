@@ -1,0 +1,167 @@
+"""2-D convolution and pooling of `jitgrad.nn.functional` (re-exported there as `F.conv2d`,
+`F.max_pool2d`, `F.avg_pool2d`).
+
+Both read the input's sliding windows with the `unfold2d` op (jitgrad/eager/ops/conv.py):
+convolution is one matrix product of the windows (N*OH*OW, C*kh*kw) with the weight
+(O, C*kh*kw), pooling a max or mean over each window. Gradients come from those ops
+(the windows' gradient is added back where each window was read). Output sizes follow
+PyTorch: OH = floor((H + 2 ph - dh (kh - 1) - 1) / sh) + 1 (ceil with ceil_mode).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from jitgrad.eager.ops import nn_ops
+from jitgrad.eager.ops.conv import unfold2d
+from jitgrad.eager.tensor import Tensor
+
+Pair = tuple[int, int]
+
+
+def _pair(value: Any, name: str) -> Pair:
+    if isinstance(value, int):
+        return (value, value)
+    pair = tuple(int(v) for v in value)
+    if len(pair) == 1:
+        return (pair[0], pair[0])
+    if len(pair) != 2:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of 2 "
+                           f"values to match the convolution dimensions, but got {name}={value}")
+    return pair  # type: ignore[return-value]
+
+
+def _pad(input: Tensor, rows: Pair, cols: Pair, value: float) -> Tensor:
+    """input padded by rows (top, bottom) and cols (left, right) with `value`."""
+    if not any(rows + cols):
+        return input
+    widths = ((0, 0), (0, 0), rows, cols)
+    return nn_ops.pad_constant(input, widths, value)
+
+
+def _batched(input: Tensor, name: str) -> tuple[Tensor, bool]:
+    """(4-D input, whether it was an unbatched 3-D one). Raises RuntimeError otherwise."""
+    if input.ndim == 3:
+        return input.unsqueeze(0), True
+    if input.ndim != 4:
+        raise RuntimeError(f"{name}: expected 3-D (unbatched) or 4-D (batched) input, but got "
+                           f"input of size: {list(input.shape)}")
+    return input, False
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation: input (N, C, H, W) or (C, H, W), weight (O, C, kh, kw), bias
+    (O,) -> (N, O, OH, OW) (contiguous), in the inputs' dtype.
+
+    padding: int, pair, "valid" (0) or "same" (stride 1; extra row/column at the end
+    when the total padding is odd, as PyTorch).
+    Raises RuntimeError for mismatched channels or shapes, a kernel larger than the
+    padded input, or padding="same" with stride > 1; NotImplementedError for groups > 1.
+    """
+    if groups != 1:
+        raise NotImplementedError(f"conv2d: groups={groups} is not implemented by jitgrad; "
+                                  "only groups=1 (a dense convolution)")
+    x, unbatched = _batched(input, "conv2d")
+    if weight.ndim != 4:
+        raise RuntimeError(f"conv2d: expected a 4-D weight (out_channels, in_channels, kh, kw), "
+                           f"got size {list(weight.shape)}")
+    out_channels, in_channels, kh, kw = weight.shape
+    if x.shape[1] != in_channels:
+        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {in_channels} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    rows, cols = _conv_padding(padding, (kh, kw), stride, dilation)
+    patches = unfold2d(_pad(x, rows, cols, 0.0), (kh, kw), stride, dilation)
+    n, oh, ow = patches.shape[:3]
+    out = patches.reshape(n * oh * ow, in_channels * kh * kw) @ \
+        weight.reshape(out_channels, in_channels * kh * kw).t()
+    if bias is not None:
+        out = out + bias
+    out = out.reshape(n, oh, ow, out_channels).permute(0, 3, 1, 2).contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_padding(padding: Any, kernel: Pair, stride: Pair, dilation: Pair) -> tuple[Pair, Pair]:
+    """((top, bottom), (left, right)) zero padding for conv2d's `padding` argument."""
+    if padding == "valid":
+        return (0, 0), (0, 0)
+    if padding == "same":
+        if stride != (1, 1):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
+        return tuple((t // 2, t - t // 2) for t in totals)  # type: ignore[return-value]
+    if isinstance(padding, str):
+        raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                         "{'valid', 'same'}")
+    ph, pw = _pair(padding, "padding")
+    return (ph, ph), (pw, pw)
+
+
+def _pool_windows(input: Tensor, name: str, kernel_size: Any, stride: Any, padding: Any,
+                  dilation: Any, ceil_mode: bool, fill: float) -> tuple[Tensor, bool]:
+    """Windows (N, OH, OW, C, kh*kw) of the padded input, and whether it was unbatched."""
+    x, unbatched = _batched(input, name)
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or stride == [] else _pair(stride, "stride")
+    pad, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
+    for p, k in zip(pad, kernel, strict=True):
+        if p > k // 2:
+            raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, "
+                               f"but got pad={p}, kernel_size={k}")
+    extra = [0, 0]
+    if ceil_mode:  # a last window that starts inside the input may hang over its end
+        for d in range(2):
+            size = x.shape[2 + d] + 2 * pad[d]
+            span = dilation[d] * (kernel[d] - 1) + 1
+            windows = math.ceil((size - span) / stride[d]) + 1
+            if (windows - 1) * stride[d] >= x.shape[2 + d] + pad[d]:
+                windows -= 1
+            extra[d] = max(0, (windows - 1) * stride[d] + span - size)
+    padded = _pad(x, (pad[0], pad[0] + extra[0]), (pad[1], pad[1] + extra[1]), fill)
+    windows = unfold2d(padded, kernel, stride, dilation)
+    n, oh, ow, c = windows.shape[:4]
+    return windows.reshape(n, oh, ow, c, kernel[0] * kernel[1]), unbatched
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Max over each kh x kw window: (N, C, H, W) or (C, H, W) -> (N, C, OH, OW).
+
+    stride defaults to kernel_size; padding counts as -inf. The gradient goes to the
+    first maximal element of each window (row-major), as PyTorch's CPU kernel.
+    Raises RuntimeError for padding above half the kernel; NotImplementedError for
+    return_indices=True.
+    """
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not implemented by "
+                                  "jitgrad; take the max without indices")
+    windows, unbatched = _pool_windows(input, "max_pool2d", kernel_size, stride, padding,
+                                       dilation, ceil_mode, -math.inf)
+    out = windows.max(-1).values.permute(0, 3, 1, 2).contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over each kh x kw window: (N, C, H, W) or (C, H, W) -> (N, C, OH, OW).
+
+    Zero padding counts in the mean (count_include_pad=True, PyTorch's default).
+    Raises NotImplementedError for count_include_pad=False with padding, ceil_mode or
+    divisor_override (not implemented by jitgrad).
+    """
+    if ceil_mode or divisor_override is not None or (
+            not count_include_pad and _pair(padding, "padding") != (0, 0)):
+        raise NotImplementedError("avg_pool2d: jitgrad implements the default mean only "
+                                  "(ceil_mode=False, count_include_pad=True, no "
+                                  "divisor_override)")
+    windows, unbatched = _pool_windows(input, "avg_pool2d", kernel_size, stride, padding, 1,
+                                       False, 0.0)
+    out = windows.mean(-1).permute(0, 3, 1, 2).contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d"]
