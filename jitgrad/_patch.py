@@ -85,6 +85,8 @@ class TorchAlias(types.ModuleType):
         try:
             value = getattr(target, name)
         except AttributeError:
+            if name == "__all__":  # `from torch import *` takes jitgrad's public names
+                return [n for n in dir(target) if not n.startswith("_")]
             if name.startswith("__"):
                 raise
             path = f"{self.__name__}.{name}"

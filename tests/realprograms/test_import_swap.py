@@ -145,3 +145,10 @@ def test_python_dash_m_jitgrad_run_without_a_script_prints_usage():
                           text=True, env=env, cwd=ROOT, timeout=120)
     assert done.returncode == 2
     assert done.stderr == "usage: python -m jitgrad.run script.py [args...]\n"
+
+
+def test_star_import_takes_jitgrads_public_names(torch_swap):
+    namespace: dict = {}
+    exec("from torch import *", namespace)
+    assert namespace["tensor"] is jitgrad.tensor and namespace["no_grad"] is jitgrad.no_grad
+    assert not [name for name in namespace if name.startswith("_") and name != "__builtins__"]
