@@ -27,10 +27,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# The matrices here are small: one BLAS thread is faster than two, and far faster when
-# another process competes for the cores (set before numpy loads OpenBLAS).
+# The tensors here are small: one BLAS thread and one Numba thread are faster than two,
+# and far faster when another process competes for the cores, where a parallel kernel
+# waits for a descheduled worker (set before numpy and numba load).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import matplotlib  # noqa: E402
 
