@@ -1,11 +1,15 @@
-"""Row kernels: softmax and layer_norm over the last dim of a 256x1024 float32 tensor.
+"""Reductions: softmax and layer_norm over the last dim of 256x1024 float32, and var over
+the last dim of 16384x1024 float32.
 
 Variants, all on one thread and timed round-robin in the same run (benchmarks.harness):
 numpy (the eager forward's formula, one ufunc/reduction per step), jitgrad eager, jitgrad
-compiled (backend="numba": one row kernel, codegen/reductions.py), and torch eager /
-torch.compile (inductor) when torch is installed. Beside them, np.copyto of the same size
-gives the machine's copy bandwidth. Before timing, every variant's result is checked
-against numpy's (rtol 1e-4, atol 1e-5).
+compiled (backend="numba": one reduction kernel, codegen/reductions.py), and torch eager
+/ torch.compile (inductor) when torch is installed. Beside them, np.copyto of the input's
+size gives the machine's copy bandwidth. Effective bandwidth counts the bytes a kernel
+must move: one read of the input (and of weight/bias) plus one write of the result, so
+softmax/layer_norm move 8 bytes per element like a copy, and var 4 (its output is one
+value per row). Before timing, every variant's result is checked against numpy's (rtol
+1e-4, atol 1e-5).
 
 Run: python -m benchmarks.codegen_reductions
 """
@@ -17,7 +21,8 @@ import numpy as np
 from benchmarks.harness import interleaved_medians, print_table, try_import_torch
 from jitgrad.nn import functional as F  # noqa: N812 - the name PyTorch programs use
 
-SHAPE = (256, 1024)
+ROWS_SHAPE = (256, 1024)
+VAR_SHAPE = (16384, 1024)
 
 
 def softmax(x):
@@ -25,7 +30,11 @@ def softmax(x):
 
 
 def layer_norm(x, weight, bias):
-    return F.layer_norm(x, (SHAPE[-1],), weight, bias)
+    return F.layer_norm(x, (x.shape[-1],), weight, bias)
+
+
+def var(x):
+    return x.var(-1)
 
 
 def softmax_numpy(x):
@@ -35,17 +44,33 @@ def softmax_numpy(x):
 
 def layer_norm_numpy(x, weight, bias):
     centered = x - x.mean(axis=-1, keepdims=True)
-    var = (centered * centered).mean(axis=-1, keepdims=True)
-    return centered / np.sqrt(var + np.float32(1e-5)) * weight + bias
+    variance = (centered * centered).mean(axis=-1, keepdims=True)
+    return centered / np.sqrt(variance + np.float32(1e-5)) * weight + bias
+
+
+def var_numpy(x):
+    return x.var(axis=-1, ddof=1)
+
+
+FUNCTIONS = {"softmax": (softmax, softmax_numpy, ROWS_SHAPE, 1),
+             "layer_norm": (layer_norm, layer_norm_numpy, ROWS_SHAPE, 3),
+             "var": (var, var_numpy, VAR_SHAPE, 1)}
+
+
+def torch_function(name: str, torch):
+    if name == "layer_norm":
+        return lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
+    if name == "var":
+        return lambda x: x.var(-1)
+    return softmax
 
 
 def variants(name: str, arrays: tuple[np.ndarray, ...]) -> dict:
     """variant name -> zero-argument callable, each checked against numpy's result first."""
     import jitgrad as jg
 
-    fn, fn_numpy = {"softmax": (softmax, softmax_numpy),
-                    "layer_norm": (layer_norm, layer_norm_numpy)}[name]
-    arrays = arrays[:1] if name == "softmax" else arrays
+    fn, fn_numpy, _, arity = FUNCTIONS[name]
+    arrays = arrays[:arity]
     tensors = [jg.tensor(a) for a in arrays]
     compiled = jg.compile(fn, backend="numba")
     runs = {"numpy": lambda: fn_numpy(*arrays), "jitgrad eager": lambda: fn(*tensors),
@@ -53,8 +78,7 @@ def variants(name: str, arrays: tuple[np.ndarray, ...]) -> dict:
     torch = try_import_torch()
     if torch is not None:
         torch_tensors = [torch.from_numpy(a) for a in arrays]
-        torch_fn = softmax if name == "softmax" else (
-            lambda x, w, b: torch.nn.functional.layer_norm(x, (SHAPE[-1],), w, b))
+        torch_fn = torch_function(name, torch)
         compiled_torch = torch.compile(torch_fn)
         runs["torch eager"] = lambda: torch_fn(*torch_tensors)
         runs["torch.compile (inductor)"] = lambda: compiled_torch(*torch_tensors)
@@ -69,16 +93,32 @@ def variants(name: str, arrays: tuple[np.ndarray, ...]) -> dict:
     return runs
 
 
+def moved_bytes(name: str, shape: tuple[int, int]) -> int:
+    """Bytes the operation must read and write (see the module docstring)."""
+    rows, n = shape
+    if name == "var":
+        return 4 * (rows * n + rows)
+    if name == "layer_norm":
+        return 4 * (2 * rows * n + 2 * n)
+    return 4 * 2 * rows * n
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
-    arrays = (rng.standard_normal(SHAPE).astype(np.float32) * 4,
-              rng.standard_normal(SHAPE[-1]).astype(np.float32),
-              rng.standard_normal(SHAPE[-1]).astype(np.float32))
-    for name in ("softmax", "layer_norm"):
-        medians = interleaved_medians(variants(name, arrays), number=20, rounds=15)
+    for name, (_, _, shape, _) in FUNCTIONS.items():
+        arrays = (rng.standard_normal(shape).astype(np.float32) * 4,
+                  rng.standard_normal(shape[-1]).astype(np.float32),
+                  rng.standard_normal(shape[-1]).astype(np.float32))
+        large = shape == VAR_SHAPE
+        medians = interleaved_medians(variants(name, arrays), number=2 if large else 20,
+                                      rounds=7 if large else 15)
         rows = [(variant, seconds * 1e6) for variant, seconds in medians.items()]
-        print_table(f"{name} over the last dim of {SHAPE[0]}x{SHAPE[1]} float32, 1 thread, "
+        print_table(f"{name} over the last dim of {shape[0]}x{shape[1]} float32, 1 thread, "
                     "median", rows, "us/call", "numpy")
+        copy_bytes = 2 * 4 * shape[0] * shape[1]
+        for variant, seconds in medians.items():
+            moved = copy_bytes if variant.startswith("np.copyto") else moved_bytes(name, shape)
+            print(f"  {variant + ' effective':<46}{moved / seconds / 1e9:>8.1f} GB/s")
 
 
 if __name__ == "__main__":

@@ -131,6 +131,15 @@ class Kernel:
     several. `source` is the kernel module's text, `path` its file in the cache.
     """
 
+    def __new__(cls, group: FusionGroup, directory: Path | None = None) -> Any:
+        """A reduction group (`group.reduction` set) gets a reductions.ReductionKernel, which
+        takes and returns the same values; a pointwise group gets a Kernel."""
+        if group.reduction is not None:
+            # reductions.py builds on this module's layout helpers, so it is imported here
+            from jitgrad.codegen.reductions import ReductionKernel
+            return ReductionKernel(group, directory)
+        return super().__new__(cls)
+
     def __init__(self, group: FusionGroup, directory: Path | None = None) -> None:
         self.name = group.name
         self.shape = tuple(group.shape)

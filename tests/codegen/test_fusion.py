@@ -34,10 +34,17 @@ def test_a_pointwise_chain_is_one_group_with_one_output():
     assert [n.target.name for n in groups[0].outputs] == ["relu"]
 
 
-def test_a_reduction_splits_the_chain_and_materializes_its_input():
+def names(groups):
+    return [[n.target.name for n in g.nodes] for g in groups]
+
+
+def test_a_reduction_takes_its_prologue_and_epilogue():
     groups = groups_of(lambda x: (x.exp().sum(0) + 1.0).log(), X)
-    assert [[n.target.name for n in g.nodes] for g in groups] == [["exp"], ["add", "log"]]
-    assert [n.target.name for n in groups[0].outputs] == ["exp"]
+    assert names(groups) == [["exp", "sum", "add", "log"]]
+    (group,) = groups
+    assert group.reduction.target.name == "sum" and group.spec.dims == (0,)
+    assert group.shape == (3, 4) and [n.target.name for n in group.outputs] == ["log"]
+    assert [n.name for n in group.inputs] == ["x"]
 
 
 def test_values_read_outside_the_group_are_materialized():
@@ -46,8 +53,10 @@ def test_values_read_outside_the_group_are_materialized():
         return (e * 2.0).neg(), e.sum()
 
     groups = groups_of(fn, X)
-    assert [[n.target.name for n in g.nodes] for g in groups] == [["exp", "mul", "neg"]]
+    # exp is read by the sum and by mul: it stays in the pointwise kernel, written once
+    assert names(groups) == [["exp", "mul", "neg"], ["sum"]]
     assert [n.target.name for n in groups[0].outputs] == ["exp", "neg"]
+    assert [n.target.name for n in groups[1].inputs] == ["exp"]
 
 
 def test_a_group_is_not_extended_past_an_extern_reading_it():
@@ -57,7 +66,38 @@ def test_a_group_is_not_extended_past_an_extern_reading_it():
         return e.sum(), (e * 2.0).neg()
 
     groups = groups_of(fn, X)
-    assert [[n.target.name for n in g.nodes] for g in groups] == [["exp"], ["mul", "neg"]]
+    assert names(groups) == [["exp"], ["sum"], ["mul", "neg"]]
+
+
+def test_an_epilogue_needs_the_reduced_shape():
+    # x - mean broadcasts the mean back over x: a new pointwise kernel, not an epilogue
+    groups = groups_of(lambda x: (x - x.mean(1, keepdim=True)) * 2.0, X)
+    assert names(groups) == [["mean"], ["sub", "mul"]]
+
+
+def test_max_with_dim_is_one_group_with_its_values():
+    groups = groups_of(lambda x: x.abs().max(1).values * 2.0, X)
+    assert names(groups) == [["abs", "argmax", "take_along", "mul"]]
+    assert [n.target.name for n in groups[0].outputs] == ["mul"]
+
+
+def test_cross_entropy_is_one_group():
+    import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
+
+    target = jg.tensor(np.array([0, 3, 1]))
+    groups = groups_of(lambda x, t: F.cross_entropy(x * 2.0, t), X, target)
+    assert names(groups) == [["mul", "log_softmax", "nll_loss"]]
+    assert groups[0].spec.kind == "cross_entropy" and groups[0].spec.dims == (1,)
+
+
+def test_chained_reductions_are_separate_groups():
+    groups = groups_of(lambda x: x.sum(1).softmax(0), X)
+    assert names(groups) == [["sum"], ["softmax"]]
+
+
+def test_integer_sums_stay_externs():
+    groups = groups_of(lambda x: (x > 0).sum(1), X)
+    assert names(groups) == [["gt"]]
 
 
 def test_different_iteration_shapes_are_separate_groups():

@@ -1,10 +1,11 @@
-"""Row kernels (codegen/reductions.py): compiled softmax, log_softmax and layer_norm match eager.
+"""Reduction kernels (codegen/reductions.py): compiled reductions match eager over dims,
+keepdim, layouts, 0-d and empty inputs, with pointwise prologues and epilogues fused.
 
-Tolerances: float32 within rtol 1e-5 / atol 1e-6 of eager (sums are accumulated in a
-different order: vectorized partial sums vs numpy's pairwise sums; softmax multiplies by
-1/sum where eager divides), float64 within rtol 1e-12 / atol 1e-14. NaN where eager has
-NaN (an all -inf row). Kernels compiled here: the three ops in float32 and float64, and
-softmax/layer_norm's prange twins in float32.
+Tolerances: float32 within rtol 1e-5 / atol 1e-6 of eager (the kernels accumulate sums
+in float64 where eager sums float32 pairwise, and softmax multiplies by 1/sum where
+eager divides), float64 within rtol 1e-12 / atol 1e-13; indices exactly. NaN where eager
+has NaN. One compiled kernel serves every dims/keepdim/layout variant of a kind and
+dtype (Note [Reduction kernels]), so these tests compile about two kernels per kind.
 """
 
 import numpy as np
@@ -15,88 +16,197 @@ import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad.codegen import reductions
 from tests.codegen.test_backend import compile_numba
 
-TOLERANCES = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
+TOLERANCES = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
+DTYPES = [np.float32, np.float64]
 
 
-def all_three(x, weight, bias):
-    n = x.shape[-1]
-    return (F.softmax(x, dim=-1), F.log_softmax(x, dim=-1),
-            F.layer_norm(x, (n,), weight, bias, eps=1e-5), F.layer_norm(x, (n,)))
+def assert_matches(got, want, dtype):
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape, (
+            f"compiled {g.dtype}{list(g.shape)} vs eager {w.dtype}{list(w.shape)}")
+        if w.dtype.is_floating_point:
+            np.testing.assert_allclose(g.numpy(), w.numpy(), **TOLERANCES[dtype])
+        else:
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
 
 
-def hard_rows(dtype):
-    """Rows of randn, of ±1e4, with some -inf, all -inf, and of equal values."""
+def user_function(fn):
+    """A user's function calling `fn` (a closure over it: compile_numba resets the cache)."""
+    return lambda x: fn(x)
+
+
+def reduction_groups(produced):
+    return [g for compiled in produced for g in compiled.fusion_groups
+            if g.reduction is not None]
+
+
+def layouts(dtype):
+    """(name, tensor) pairs of shape (3, 4, 5): contiguous, permuted and sliced."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((6, 16))
-    x[1] = rng.choice([-1e4, 1e4], size=16) + rng.standard_normal(16)
-    x[2, ::3] = -np.inf
-    x[3] = -np.inf
-    x[4] = 7.0
-    x[5] *= 1e-3
-    return x.astype(dtype)
+    base = rng.standard_normal((5, 4, 3)).astype(dtype)
+    wide = rng.standard_normal((3, 8, 5)).astype(dtype)
+    return [("contiguous", jg.tensor(np.ascontiguousarray(base.transpose(2, 1, 0)))),
+            ("permuted", jg.tensor(base).permute(2, 1, 0)),
+            ("sliced", jg.tensor(wide)[:, ::2])]
 
 
-def assert_matches_eager(outputs, expected, dtype):
-    for got, want in zip(outputs, expected, strict=True):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_allclose(got.numpy(), want.numpy(), **TOLERANCES[dtype])
+REDUCTIONS = {
+    "sum": [lambda x: x.sum(1), lambda x: x.sum((0, 2), keepdim=True), lambda x: x.sum(),
+            lambda x: x.sum(-1)],
+    "mean": [lambda x: x.mean(0), lambda x: x.mean((1, 2)), lambda x: x.mean(keepdim=True)],
+    "amax": [lambda x: x.amax(1), lambda x: x.amax((0, 2), keepdim=True), lambda x: x.max()],
+    "amin": [lambda x: x.amin(2), lambda x: x.min()],
+    "var": [lambda x: x.var(1), lambda x: x.var((0, 2), correction=0, keepdim=True),
+            lambda x: x.var()],
+    "std": [lambda x: x.std(0), lambda x: x.std(2, correction=2)],
+    "logsumexp": [lambda x: x.logsumexp(1), lambda x: x.logsumexp((0, 2), keepdim=True)],
+    "max_dim": [lambda x: tuple(x.max(1)), lambda x: tuple(x.max(0, keepdim=True)),
+                lambda x: x.argmax(2)],
+    "min_dim": [lambda x: tuple(x.min(-1)), lambda x: x.argmin()],
+    "softmax": [lambda x: x.softmax(0), lambda x: x.softmax(1), lambda x: x.softmax(-1)],
+    "log_softmax": [lambda x: x.log_softmax(0), lambda x: x.log_softmax(2)],
+    "layer_norm": [lambda x: F.layer_norm(x, (5,)), lambda x: F.layer_norm(x, (4, 5))],
+}
 
 
-def row_kernel_names(produced):
-    return [line.split("= ")[1].split("(")[0] for compiled in produced
-            for line in compiled.wrapper.code.splitlines() if "row_" in line]
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("kind", REDUCTIONS)
+def test_reductions_match_eager_over_dims_and_layouts(kind, dtype):
+    for fn in REDUCTIONS[kind]:
+        for layout, x in layouts(dtype):
+            compiled, produced = compile_numba(user_function(fn))
+            try:
+                assert_matches(compiled(x), fn(x), dtype)
+            except AssertionError as error:
+                raise AssertionError(f"{kind} on a {layout} input: {error}") from error
+            assert len(reduction_groups(produced)) == 1
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_kernels_match_eager_on_hard_rows(dtype):
-    x = jg.tensor(hard_rows(dtype))
+@pytest.mark.parametrize("kind", ["sum", "mean", "amax", "var", "logsumexp", "softmax",
+                                  "log_softmax", "max_dim"])
+def test_0d_inputs(kind):
+    x = jg.tensor(np.float32(1.5))
+    fn = {"sum": lambda x: x.sum(), "mean": lambda x: x.mean(), "amax": lambda x: x.amax(),
+          "var": lambda x: x.var(correction=0), "logsumexp": lambda x: x.logsumexp(0),
+          "softmax": lambda x: x.softmax(0), "log_softmax": lambda x: x.log_softmax(0),
+          "max_dim": lambda x: x.max(0).values * 2}[kind]
+    compiled, _ = compile_numba(user_function(fn))
+    assert_matches(compiled(x), fn(x), np.float32)
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
+def test_empty_inputs_follow_eager():
+    x = jg.tensor(np.zeros((0, 4), np.float32))
+    fns = [lambda x: x.sum(0), lambda x: x.sum(1), lambda x: x.mean(0), lambda x: x.amax(1),
+           lambda x: x.softmax(1), lambda x: x.var(0), lambda x: F.layer_norm(x, (4,))]
+    for fn in fns:
+        compiled, _ = compile_numba(user_function(fn))
+        got, want = compiled(x), fn(x)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())  # sum 0, mean/var NaN
+
+
+def test_an_empty_max_raises_as_eager():
+    x = jg.tensor(np.zeros((0, 4), np.float32))
+    with pytest.raises(RuntimeError) as eager:
+        x.amax(0)
+    compiled, _ = compile_numba(lambda x: x.amax(0))
+    with pytest.raises(RuntimeError) as got:
+        compiled(x)
+    assert str(got.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_layer_norm_with_weight_and_bias(dtype):
     rng = np.random.default_rng(1)
+    x = jg.tensor(rng.standard_normal((6, 16)).astype(dtype) * 3 + 1)
     weight = jg.tensor(rng.standard_normal(16).astype(dtype))
     bias = jg.tensor(rng.standard_normal(16).astype(dtype))
-    compiled, produced = compile_numba(lambda x, w, b: all_three(x, w, b))
-    outputs = compiled(x, weight, bias)
-    assert row_kernel_names(produced) == ["row_softmax", "row_log_softmax", "row_layer_norm",
-                                          "row_layer_norm"]
-    assert_matches_eager(outputs, all_three(x, weight, bias), dtype)
-    softmax, log_softmax = outputs[0].numpy(), outputs[1].numpy()
-    assert np.isnan(softmax[3]).all() and np.isnan(log_softmax[3]).all()
-    np.testing.assert_array_equal(softmax[2, ::3], 0.0)
-    np.testing.assert_allclose(softmax[[0, 1, 2, 4, 5]].sum(axis=-1), 1.0, rtol=1e-6)
 
-
-def test_row_kernels_on_a_3d_batch_and_empty_rows():
-    rng = np.random.default_rng(2)
-    x = jg.tensor(rng.standard_normal((2, 3, 16)).astype(np.float32) * 3 + 1)
-    weight = jg.tensor(rng.standard_normal(16).astype(np.float32))
-    compiled, _ = compile_numba(lambda x, w: all_three(x, w, None))
-    assert_matches_eager(compiled(x, weight), all_three(x, weight, None), np.float32)
-    empty = jg.tensor(np.zeros((0, 16), np.float32))
-    assert [o.shape for o in compiled(empty, weight)] == [(0, 16)] * 4
-
-
-def test_layouts_and_dims_the_kernels_do_not_cover_run_eagerly():
-    rng = np.random.default_rng(3)
-    x = jg.tensor(rng.standard_normal((16, 6)).astype(np.float32))
-
-    def fn(x):
-        return F.softmax(x, dim=0), F.log_softmax(x.t(), dim=-1)
+    def fn(x, w, b):
+        return F.layer_norm(x, (16,), w, b, eps=1e-3), F.layer_norm(x.t(), (6,), bias=None)
 
     compiled, produced = compile_numba(fn)
-    outputs = compiled(x)  # dim 0 stays the eager op; x.t() is not contiguous
-    assert row_kernel_names(produced) == ["row_log_softmax"]
-    assert_matches_eager(outputs, fn(x), np.float32)
+    assert_matches(compiled(x, weight, bias), fn(x, weight, bias), dtype)
+    assert len(reduction_groups(produced)) == 2
 
 
-def test_prange_twins_above_the_parallel_threshold(monkeypatch):
+CROSS_ENTROPY = {
+    "mean": lambda x, t, w: F.cross_entropy(x * 2.0 + 1.0, t),
+    "sum_weighted": lambda x, t, w: F.cross_entropy(x, t, w, reduction="sum"),
+    "none_ignore": lambda x, t, w: F.cross_entropy(x.t(), t[:5], ignore_index=1,
+                                                    reduction="none"),
+    "mean_weighted_ignore": lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=2),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+@pytest.mark.parametrize("name", CROSS_ENTROPY)
+def test_cross_entropy_is_one_kernel(name, dtype):
+    rng = np.random.default_rng(2)
+    x = jg.tensor(rng.standard_normal((8, 5)).astype(dtype) * 4)
+    target = jg.tensor(np.array([0, 1, 4, 2, 2, 3, 1, 0]))
+    weight = jg.tensor(rng.random(5).astype(dtype) + 0.5)
+    fn = CROSS_ENTROPY[name]
+    compiled, produced = compile_numba(fn)
+    assert_matches(compiled(x, target, weight), fn(x, target, weight), dtype)
+    (group,) = reduction_groups(produced)
+    assert group.spec.kind == "cross_entropy"
+    assert [n.target.name for n in group.nodes][-2:] == ["log_softmax", "nll_loss"]
+
+
+def test_cross_entropy_all_ignored_is_nan_and_bad_ids_raise():
+    x = jg.tensor(np.zeros((3, 4), np.float32))
+    ignored = jg.tensor(np.array([-100, -100, -100]))
+    compiled, _ = compile_numba(lambda x, t: F.cross_entropy(x, t))
+    assert np.isnan(compiled(x, ignored).item())
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        compiled(x, jg.tensor(np.array([0, 7, 1])))
+
+
+def test_prologue_and_epilogue_are_fused():
+    rng = np.random.default_rng(3)
+    x = jg.tensor(rng.standard_normal((4, 6)).astype(np.float32))
+    b = jg.tensor(rng.standard_normal(4).astype(np.float32))
+
+    def fn(x, b):
+        return ((x * 2.0).exp().sum(1) / 6.0 + b).log(), (x - 1.0).softmax(0) * x
+
+    compiled, produced = compile_numba(fn)
+    assert_matches(compiled(x, b), fn(x, b), np.float32)
+    groups = reduction_groups(produced)
+    assert [[n.target.name for n in g.nodes] for g in groups] == [
+        ["mul", "exp", "sum", "div", "add", "log"], ["sub", "softmax", "mul"]]
+    assert all(len(g.outputs) == 1 for g in groups)
+
+
+def test_prange_twin_above_the_parallel_threshold(monkeypatch):
     monkeypatch.setattr(reductions, "PARALLEL_THRESHOLD", 64)
     rng = np.random.default_rng(4)
     x = jg.tensor(rng.standard_normal((8, 16)).astype(np.float32) * 10)
 
     def fn(x):
-        return F.softmax(x, dim=-1), F.layer_norm(x, (16,))
+        return x.var(1), x.softmax(0)
 
-    compiled, _ = compile_numba(fn)
-    assert_matches_eager(compiled(x), fn(x), np.float32)
-    module = reductions.row_kernel_module(np.dtype(np.float32))
-    if module.THREADS > 1:
-        assert module.softmax_parallel.signatures and module.layer_norm_parallel.signatures
+    compiled, produced = compile_numba(fn)
+    assert_matches(compiled(x), fn(x), np.float32)
+    kernels = [k for c in produced for k in c.kernels]
+    if kernels[0]._threads > 1:
+        assert all(k._parallel.signatures for k in kernels)
+
+
+def test_explain_and_output_code_show_reduction_kernels(caplog):
+    jg.reset()
+    x = jg.ones(4, 6)
+    with caplog.at_level("INFO", logger="jitgrad.output_code"):
+        report = jg.explain(jg.compile(lambda x: (x * 2.0).softmax(1), backend="numba"))(x)
+    (groups,) = report.fusion_groups
+    assert groups[0].startswith("fused_0 [4, 6] reducing dims (1,): mul, softmax -> (%softmax)")
+    assert "# jitgrad kernel fused_0 over [4, 6] reducing dims (1,) (softmax): 2 fused " \
+           "node(s)" in caplog.text
+    assert "#   %mul = mul(%x, 2.0)  f32[4, 6]  test_reductions.py:" in caplog.text
+    np.testing.assert_allclose(report.result.numpy(), np.full((4, 6), 1 / 6), rtol=1e-6)
+    jg.reset()

@@ -225,7 +225,8 @@ AMIN = register("amin", _amin_forward, _extremum_backward, saves=("x", "out"),
 def _extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     data = input._data
     dims = normalize_dims(dim, data.ndim)
-    if data.size == 0 and (dims is None or any(data.shape[d] == 0 for d in dims)):
+    # not any(...): this module defines `any` (the op), which shadows the builtin
+    if data.size == 0 and (dims is None or 0 in [data.shape[d] for d in dims]):
         raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
                            f"input.numel() == 0 (shape {list(data.shape)}); the reduced "
                            "dims must be non-empty")
