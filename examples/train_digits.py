@@ -189,6 +189,7 @@ def print_side_by_side(runs: dict[str, Run]) -> None:
     rows = {
         "ms per step (median)": [1e3 * statistics.median(r.step_seconds) for r in runs.values()],
         "first step ms (compiles)": [1e3 * r.step_seconds[0] for r in runs.values()],
+        "all steps s": [sum(r.step_seconds) for r in runs.values()],
         "final epoch train loss": [r.epoch_losses[-1] for r in runs.values()],
         "held-out accuracy %": [100 * r.accuracy for r in runs.values()],
     }
