@@ -47,7 +47,7 @@ _EXACT_NUMBER_OPERATORS = {operator.add, operator.sub, operator.mul, operator.fl
                            operator.eq, operator.ne}
 
 # attributes of a traced tensor that do not exist without real data or autograd state
-# (`.grad` of a graph input is read through its source: TraceContext.tensor_attr)
+# (`.grad` of a graph input is read through its source: TraceContext.grad_of)
 _TENSOR_ATTRIBUTES_NOT_TRACEABLE = {"grad_fn", "_data", "_version", "_base", "_grad",
                                     "_grad_fn", "_vc", "_view", "_retains_grad", "_hooks"}
 
@@ -231,7 +231,7 @@ def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
 def load_attr(tx: Any, obj: Var, name: str) -> Var:
     if isinstance(obj, TensorVar):
         if name == "grad":
-            return tx.ctx.tensor_attr(obj, name)
+            return tx.ctx.grad_of(obj)
         if name in _TENSOR_ATTRIBUTES_NOT_TRACEABLE:
             raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"Tensor.{name} of a traced tensor",
                               f"read .{name} outside the compiled function")
@@ -259,7 +259,7 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
 def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
     """`obj.name = value` on an argument's object: recorded, replayed after the graph."""
     if isinstance(obj, TensorVar) and name == "grad":
-        tx.ctx.store_tensor_attr(obj, name, value)
+        tx.ctx.store_grad(obj, value)
         return
     if isinstance(obj, ObjectVar) and obj.source is not None and not isinstance(
             getattr(type(obj.value), name, None), property):

@@ -263,22 +263,22 @@ class TraceContext:
         return found
 
     # ----- tensors read through their sources ---------------------------------------------
-    def tensor_attr(self, var: TensorVar, name: str) -> Var:
+    def grad_of(self, var: TensorVar) -> Var:
         """`t.grad` of a graph input `t`: read through the input's source (a lifted tensor,
         TENSOR_MATCH-guarded, or None, guarded when used), or the value this trace stored."""
-        source, tensor = self._input_of(var, f"Tensor.{name}")
-        stored = self.side_effects.load_tensor_attr(tensor, name)
+        source, tensor = self._input_of(var, "Tensor.grad")
+        stored = self.side_effects.load_tensor_attr(tensor, "grad")
         if stored is not None:
             return stored
-        return self.wrap_value(tensor._grad, AttrSource(source, name))
+        return self.wrap_value(tensor._grad, AttrSource(source, "grad"))
 
-    def store_tensor_attr(self, var: TensorVar, name: str, value: Var) -> None:
-        """`t.grad = value` on a graph input: recorded, replayed after the graph."""
-        source, tensor = self._input_of(var, f"Tensor.{name} = ...")
+    def store_grad(self, var: TensorVar, value: Var) -> None:
+        """`t.grad = value` on a graph input (None or a tensor): replayed after the graph."""
+        source, tensor = self._input_of(var, "`Tensor.grad = ...`")
         if not (isinstance(value, ConstVar) and value.value is None or
                 isinstance(value, TensorVar) and not isinstance(value.fake, FakeNumber)):
-            raise Unsupported("SIDE_EFFECT", f"`.{name} = ` a {type(value).__name__}")
-        self.side_effects.store_tensor_attr(tensor, source, name, value)
+            raise Unsupported("SIDE_EFFECT", f"`.grad = ` a {type(value).__name__}")
+        self.side_effects.store_tensor_attr(tensor, source, "grad", value)
 
     def tensor_keyed_item(self, mapping: ObjectVar, key: TensorVar) -> Var:
         """`mapping[t]` for a dict keyed by tensors (an optimizer's `self.state[p]`).
