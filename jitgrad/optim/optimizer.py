@@ -100,11 +100,11 @@ class Optimizer:
         that records history is first cut from it, as PyTorch does)."""
         for group in self.param_groups:
             for param in group["params"]:
+                if set_to_none:  # without reading it: compiled, no guard on each grad
+                    param.grad = None
+                    continue
                 grad = param.grad
                 if grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
                     continue
                 if grad.requires_grad:
                     if grad.grad_fn is not None:
