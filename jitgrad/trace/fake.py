@@ -294,15 +294,13 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
                           "another tensor", "it runs eagerly, where the base sees the write")
 
 
-def _write(target: FakeTensor, value: Any, what: str, check_dtype: bool = True) -> FakeTensor:
+def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = True) -> FakeTensor:
     """`target` now holds `value` (the functional form of an in-place op); returns target.
 
     check_dtype: refuse results that cannot be cast into target's dtype (arithmetic ops do,
     as in eager; copy_ and fill_ cast anything). Raises RuntimeError for a result whose
     shape is not target's (eager's message), Unsupported for refused writes.
     """
-    if not isinstance(value, Tensor):
-        value = Tensor._make(np.asarray(value, target._data.dtype))
     _check_writable(target, value, what)
     if value._data.shape != target._data.shape:
         raise RuntimeError(f"output with shape {list(target._data.shape)} doesn't match the "
@@ -329,8 +327,11 @@ def _write(target: FakeTensor, value: Any, what: str, check_dtype: bool = True) 
 def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor]:
     """`x.<name>(...)` on a traced tensor: `x = x.<out_of_place>(...)`, functionalized."""
 
-    def method(self: FakeTensor, *args: Any, **kwargs: Any) -> FakeTensor:
-        return _write(self, getattr(self, out_of_place)(*args, **kwargs), name)
+    def method(self: FakeTensor, *args: Any, **kwargs: Any) -> Any:
+        value = getattr(self, out_of_place)(*args, **kwargs)
+        if value is NotImplemented:  # `x += other` of a type Tensor does not take
+            return value
+        return _write(self, value, name)
 
     method.__name__ = method.__qualname__ = name
     return method

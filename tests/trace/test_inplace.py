@@ -335,3 +335,25 @@ def test_a_tensor_made_in_the_graph_copies_an_input_instead_of_aliasing_it():
     assert same is x and buffer is not x
     buffer.add_(1)
     np.testing.assert_array_equal(x.numpy(), [1.0, 1.0, 1.0])
+
+
+def test_handwritten_sgd_over_a_parameter_list_is_one_graph():
+    def sgd(params, lr):
+        with jg.no_grad():
+            for p in params:
+                p -= lr * p.grad
+                p.grad = None
+
+    params = [jg.tensor(data(20 + i), requires_grad=True) for i in range(3)]
+    refs = [jg.tensor(data(20 + i), requires_grad=True) for i in range(3)]
+    compiled = jg.compile(sgd)
+    with watch() as report:
+        for step in range(2):
+            for i, (p, q) in enumerate(zip(params, refs, strict=True)):
+                p.grad, q.grad = jg.tensor(data(30 + i + step)), jg.tensor(data(30 + i + step))
+            compiled(params, 0.1)
+            sgd(refs, 0.1)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    for p, q in zip(params, refs, strict=True):
+        assert_same_tensor(p, q)
+        assert p.grad is None and p.is_leaf
