@@ -32,7 +32,7 @@ BENCHMARKS: tuple[tuple[str, bool], ...] = (
     ("compile_overhead", True),
     ("codegen_pointwise", True),
     ("codegen_reductions", True),
-    ("train_step", False),
+    ("train_step", True),
 )
 
 Table = tuple[str, list[tuple[str, float]], str]
