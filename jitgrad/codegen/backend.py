@@ -8,8 +8,10 @@ as it was, an extern run through its target (OpDefs eagerly, on materialized Ten
 so an op without a lowering never fails the compile; the wrapper's generated code deletes
 each intermediate after its last use. softmax, log_softmax and layer_norm over the last
 dim run on the row kernels of `reductions.py` (a `RowKernel` in place of the OpDef).
-Until compiled training lands, a graph whose inputs require grad (with grad enabled)
-runs `gm.forward` itself, so autograd records through it.
+A graph whose inputs require grad (with grad enabled) is split into forward and
+backward graphs (Note [Joint graphs] in autograd.py), each compiled this way, and runs
+as a `CompiledRegion` with one autograd node; when its backward cannot be built, it runs
+`gm.forward` itself so eager autograd records through it (logged on `perf_hints`).
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ import operator
 from typing import Any
 
 from jitgrad import config
+from jitgrad.codegen.autograd import compile_region
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
 from jitgrad.codegen.reductions import row_kernel_for
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.tensor import Tensor
+from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import Graph, Node, map_arg
 from jitgrad.trace.graph_module import GraphModule
 
 _LOG = config.logger("output_code")
+_PERF_LOG = config.logger("perf_hints")
 
 
 class CompiledGraph:
@@ -51,15 +56,26 @@ class CompiledGraph:
 def numba_backend(gm: GraphModule, example_inputs: list[Any]) -> Any:
     """Compile `gm` into fused kernels and externs (see the module docstring).
 
-    Returns `gm.forward` when grad mode is on and an example input requires grad;
-    otherwise a CompiledGraph.
+    Returns a CompiledGraph; a CompiledRegion when grad mode is on and an example input
+    requires grad; `gm.forward` when such a graph's backward cannot be built.
     """
-    if STATE.enabled and any(isinstance(x, Tensor) and x.requires_grad
-                             for x in example_inputs):
+    if not (STATE.enabled and any(isinstance(x, Tensor) and x.requires_grad
+                                  for x in example_inputs)):
+        return compile_graph(gm.graph, gm.attrs)
+    try:
+        return compile_region(gm.graph, example_inputs,
+                              lambda graph: compile_graph(graph, graph.attrs))
+    except Unsupported as e:
+        _PERF_LOG.info("graph runs with eager autograd (its backward was not compiled): %s",
+                       e.message)
         return gm.forward
-    groups = find_fusion_groups(gm.graph)
+
+
+def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:
+    """Fusion groups of `graph` compiled into kernels, run by a wrapper GraphModule."""
+    groups = find_fusion_groups(graph)
     kernels = [Kernel(group) for group in groups]
-    wrapper = GraphModule(build_wrapper_graph(gm.graph, groups, kernels), gm.attrs)
+    wrapper = GraphModule(build_wrapper_graph(graph, groups, kernels), attrs)
     if _LOG.isEnabledFor(logging.INFO):
         _LOG.info("wrapper of %d kernel(s)\n%s", len(kernels), wrapper.code)
     return CompiledGraph(wrapper, groups, kernels)

@@ -246,7 +246,7 @@ class GraphTask:
                 continue
             shape, np_dtype = metadata[i]
             if self.create_graph:
-                fixed.append(_validate_tensor_grad(node, i, grad, shape, np_dtype))
+                fixed.append(validate_tensor_grad(node, i, grad, shape, np_dtype))
                 continue
             if type(grad) is not np.ndarray:
                 grad = np.asarray(grad)
@@ -274,8 +274,14 @@ def sum_to(grad: np.ndarray, shape: tuple[int, ...], node: Node | None = None,
     return grad.reshape(shape)
 
 
-def _validate_tensor_grad(node: Node, i: int, grad: Any, shape: tuple[int, ...],
-                          np_dtype: np.dtype) -> Tensor:
+def validate_tensor_grad(node: Any, i: int, grad: Any, shape: tuple[int, ...],
+                         np_dtype: np.dtype) -> Tensor:
+    """A Tensor gradient for input `i` of `node`: summed to `shape`, cast to `np_dtype`.
+
+    The Tensor-side twin of `_validate_outputs` (create_graph, and the compiler's
+    backward graphs, which run it on fake tensors). Raises RuntimeError when the
+    gradient's shape does not broadcast to `shape` (naming `node.name()`).
+    """
     from jitgrad.eager import xp
 
     grad = grad if isinstance(grad, Tensor) else Tensor._make(np.asarray(grad))

@@ -115,6 +115,18 @@ class NumpyNamespace:
         return np.asarray(x)[index]
 
     @staticmethod
+    def embedding_backward(g: Any, indices: Any, num_weights: int) -> Any:
+        """Rows of g added into (num_weights, dim) zeros at their ids (duplicates add)."""
+        from jitgrad.eager.ops.nn_ops import embedding_backward_forward
+
+        return embedding_backward_forward(g, np.asarray(indices), num_weights)
+
+    @staticmethod
+    def embedding_rows(weight: Any, indices: Any) -> Any:
+        """weight[indices]: the rows the ids name."""
+        return np.asarray(weight)[np.asarray(indices)]
+
+    @staticmethod
     def index_add_into(shape: tuple[int, ...], index: Any, values: Any) -> Any:
         """zeros(shape) with `values` added at `index`; duplicate indices accumulate."""
         out = np.zeros(shape, dtype=np.asarray(values).dtype)

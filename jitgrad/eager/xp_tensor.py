@@ -23,6 +23,7 @@ from jitgrad.eager.ops import (
     sorting,
 )
 from jitgrad.eager.ops._binary import binary
+from jitgrad.eager.ops.registry import apply_op
 from jitgrad.eager.tensor import Tensor
 
 exp = pointwise.exp
@@ -69,16 +70,31 @@ def index_add_into(shape: tuple[int, ...], index: Any, values: Tensor) -> Tensor
     return indexing.index_add_into(shape, _numpy_index(index), values)
 
 
+def embedding_backward(g: Tensor, indices: Tensor, num_weights: int) -> Tensor:
+    from jitgrad.eager.ops.nn_ops import EMBEDDING_BACKWARD
+
+    return apply_op(EMBEDDING_BACKWARD, (g, indices), (g._data, indices._data),
+                    {"num_weights": num_weights})
+
+
+def embedding_rows(weight: Tensor, indices: Tensor) -> Tensor:
+    from jitgrad.eager.ops.nn_ops import embedding
+
+    return embedding(indices, weight)
+
+
+# plain arrays (np.zeros_like would keep a traced tensor's fake array type, whose values
+# cannot be read, where these constants are real)
 def zeros(shape: tuple[int, ...], like: Any) -> Tensor:
     return Tensor._make(np.zeros(shape, dtype=like._data.dtype))
 
 
 def zeros_like(x: Tensor) -> Tensor:
-    return Tensor._make(np.zeros_like(x._data))
+    return Tensor._make(np.zeros(x._data.shape, dtype=x._data.dtype))
 
 
 def ones_like(x: Tensor) -> Tensor:
-    return Tensor._make(np.ones_like(x._data))
+    return Tensor._make(np.ones(x._data.shape, dtype=x._data.dtype))
 
 
 def sum_to(x: Tensor, shape: tuple[int, ...]) -> Tensor:

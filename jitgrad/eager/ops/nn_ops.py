@@ -281,11 +281,30 @@ def _embedding_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:
     if padding_idx is not None:
         g = g * xp.reshape(xp.cast(indices != padding_idx, np_dtype),
                            tuple(ctx.input_metadata[1][0]) + (1,))
-    return xp.index_add_into(shape, indices, g), None
+    return xp.embedding_backward(g, indices, shape[0]), None
 
 
 EMBEDDING = register("embedding", _embedding_forward, _embedding_backward, saves=("indices",),
                      source="index-add of g into the rows of W")
+
+
+def embedding_backward_forward(g: np.ndarray, indices: np.ndarray, num_weights: int
+                               ) -> np.ndarray:
+    """(num_weights, dim) zeros with each row of g (indices.shape + (dim,)) added into the
+    row its id names; repeated ids accumulate (numpy's `add.at`)."""
+    out = np.zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
+    np.add.at(out, indices.reshape(-1), g.reshape((-1,) + out.shape[1:]))
+    return out
+
+
+def _embedding_backward_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:
+    return xp.embedding_rows(g, indices), None
+
+
+# the ids are an operand (not a param), so a compiled backward reads them at run time
+EMBEDDING_BACKWARD = register("embedding_backward", embedding_backward_forward,
+                              _embedding_backward_backward, saves=("indices",),
+                              source="adjoint of the row index-add: gather rows of g")
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:

@@ -1,0 +1,466 @@
+"""Compiled training: joint forward/backward graphs and one autograd Node per compiled region.
+
+Note [Joint graphs] (AOTAutograd's design, research/dynamo.md §1F): when grad mode is on
+and an input of a captured graph requires grad, `build_joint_graphs` re-runs the graph
+on fake tensors under an OpRecorder, then walks the recorded op calls in reverse and
+calls each op's own backward formula (`OpDef.backward` with the Tensor namespace
+`xp.TENSOR`) on fakes, so the backward graph holds exactly the ops eager autograd would
+run: one source of truth. What eager's engine does between nodes happens here too, with
+the same function (`validate_tensor_grad`: sum broadcast gradients to the input's shape,
+cast to its dtype), and gradients reaching one value twice are added. Only inputs that
+require grad, and ops on the path from them, get a backward (the recorder propagates
+requires_grad as eager does, grad-mode regions included); dead code elimination prunes
+the rest.
+
+The joint graph is then split (the default partition of AOTAutograd): the forward graph
+is every node the user's outputs (or a grad-mode switch) need; the backward graph is the
+rest; the *saved* values are forward values the backward reads. A backward formula's
+tangent-free work (`cos(x)` in sin's derivative) stays in the backward graph, so it is
+recomputed from saved inputs rather than kept alive since the forward.
+
+At run time a `CompiledRegion` runs the compiled forward on detached inputs, wraps the
+outputs with one `CompiledFunctionBackward` node as their grad_fn (next_edges: the inputs
+that require grad), and that node runs the compiled backward on the saved values and the
+output gradients. Saved inputs are checked for in-place writes and freed after a backward
+without `retain_graph`, with eager's errors. Higher-order gradients (`create_graph=True`)
+are refused with a clear error: the backward graph runs on arrays and records nothing.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager import xp
+from jitgrad.eager.engine import validate_tensor_grad
+from jitgrad.eager.grad_mode import STATE, set_grad_mode
+from jitgrad.eager.node import ERR_FREED, Node, SavedValues
+from jitgrad.eager.ops.registry import OpDef
+from jitgrad.eager.tensor import Tensor, gradient_edge
+from jitgrad.eager.views import view_op
+from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
+from jitgrad.trace.graph import Graph, map_arg
+from jitgrad.trace.graph import Node as GraphNode
+
+ERR_CREATE_GRAPH = (
+    "create_graph=True reached a compiled region (CompiledFunctionBackward): its backward "
+    "is a compiled graph that records no history, so higher-order gradients cannot flow "
+    "through it. Hint: run this code eagerly for higher-order gradients "
+    "(jitgrad.compile(fn, backend=\"eager\") or jitgrad.disable).")
+
+
+@dataclass
+class JointGraphs:
+    """A captured graph split into a forward and a backward graph (Note [Joint graphs]).
+
+    forward: placeholders = the captured graph's inputs; outputs = the user's outputs,
+    then the saved intermediates (`num_user_outputs` first).
+    backward: placeholders = the saved values (`saved`), then one tangent per
+    differentiable user output; outputs = one gradient per input, None where the input
+    needs none.
+    saved: per backward saved placeholder, ("input", i) for the captured graph's input i
+    or ("output", j) for forward output j.
+    differentiable: per user output, whether it requires grad (gets a tangent).
+    aliases: per user output that is an input or a view of one, `(input index, view
+    replay steps)`, else None: the region returns that input itself, or the view rebuilt
+    on it by eager view ops, so in-place writes through it reach the input as in eager
+    (AOTAutograd regenerates aliased outputs the same way).
+    grad_inputs: per input, whether it requires grad (has an edge).
+    """
+
+    forward: Graph
+    backward: Graph
+    num_user_outputs: int
+    saved: list[tuple[str, int]]
+    differentiable: tuple[bool, ...]
+    grad_inputs: tuple[bool, ...]
+    aliases: tuple[tuple[int, tuple] | None, ...]
+
+
+class _BackwardContext:
+    """What a backward formula reads from `ctx` (the OpNode in eager): params,
+    needs_input_grad, input_metadata, next_edges (only its length is used)."""
+
+    def __init__(self, op: OpDef, params: dict[str, Any], inputs: tuple) -> None:
+        self.op = op
+        self.params = params
+        self.needs_input_grad = tuple(isinstance(x, Tensor) and x._requires_grad
+                                      for x in inputs)
+        self.input_metadata = tuple((x._data.shape, x._data.dtype) if isinstance(x, Tensor)
+                                    else None for x in inputs)
+        self.next_edges = self.needs_input_grad
+
+    def name(self) -> str:
+        return self.op.node_class.__name__
+
+
+class _LoggingRecorder(OpRecorder):
+    """An OpRecorder that also keeps each recorded op call, for the backward walk."""
+
+    def __init__(self, graph: Graph, constant_of: Callable[[Tensor], GraphNode]) -> None:
+        super().__init__(graph, constant_of)
+        self.calls: list[tuple[OpDef, tuple, dict[str, Any], Any, Any]] = []
+
+    def __call__(self, op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Any:
+        result = super().__call__(op, inputs, arrays, params)
+        self.calls.append((op, inputs, params, result, self.location))
+        return result
+
+
+def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
+    """Forward and backward graphs of `graph` for inputs like `example_inputs`.
+
+    Raises Unsupported when the graph holds something the backward cannot be built for
+    (a callable that is not an op, an output that is an input itself, a backward formula
+    that reads a traced value); the caller then runs the captured graph eagerly.
+    """
+    joint = Graph()
+    recorder = _LoggingRecorder(joint, lambda t: joint.get_attr("_tensor_constant", t))
+    env: dict[GraphNode, Any] = {}
+    entry_mode = STATE.enabled
+    with recording(recorder):
+        try:
+            _run_forward(graph, example_inputs, joint, recorder, env)
+        finally:
+            set_grad_mode(entry_mode)
+        outputs = map_arg(graph.output_node.args, env.__getitem__)
+        aliases = tuple(_input_alias(graph, node) for node in graph.output_node.args)
+        inputs = [env[p] for p in graph.placeholders]
+        grad_inputs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
+        with _no_grad():
+            tangents, differentiable = _tangents(joint, outputs, aliases)
+            grads = _run_backward(recorder.calls, recorder, tangents)
+    input_grads = [grads.get(x.node) if wanted else None
+                   for x, wanted in zip(inputs, grad_inputs, strict=True)]
+    user_outputs = [v.node if isinstance(v, FakeTensor) else v for v in outputs]
+    joint.output((*user_outputs, *(g.node if g is not None else None for g in input_grads)))
+    joint.eliminate_dead_code()
+    return _partition(joint, len(user_outputs), differentiable, grad_inputs, aliases)
+
+
+def _input_alias(graph: Graph, output: Any) -> tuple[int, tuple] | None:
+    """(input index, replay steps) when a captured output is an input or a view of one."""
+    if not isinstance(output, GraphNode):
+        return None
+    if output.op == "placeholder":
+        return graph.placeholders.index(output), ()
+    val = output.meta.get("val")
+    view = getattr(val, "_view", None)
+    base = getattr(view, "base", None)
+    if isinstance(base, FakeTensor) and base.node.op == "placeholder" and \
+            base.node.graph is graph:
+        return graph.placeholders.index(base.node), view.replay
+    return None
+
+
+def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
+                 recorder: OpRecorder, env: dict[GraphNode, Any]) -> None:
+    inputs = iter(example_inputs)
+    for node in graph.nodes:
+        recorder.location = node.meta.get("source")
+        if node.op == "placeholder":
+            value = next(inputs)
+            val = node.meta.get("val")
+            placeholder = joint.placeholder(node.target, val)
+            if isinstance(value, Tensor):
+                cls = FakeNumber if isinstance(val, FakeNumber) else FakeTensor
+                env[node] = cls.of(placeholder, value.shape, value._data.dtype,
+                                   value.requires_grad and STATE.enabled)
+            else:
+                env[node] = value
+        elif node.op == "get_attr":
+            value = graph.attrs[node.target]
+            attr = joint.get_attr(node.target, value)
+            env[node] = FakeTensor.of(attr, value.shape, value._data.dtype, False) \
+                if isinstance(value, Tensor) else value
+        elif node.op == "call_function":
+            args = map_arg(node.args, env.__getitem__)
+            kwargs = map_arg(node.kwargs, env.__getitem__)
+            if node.target is set_grad_mode:
+                set_grad_mode(*args)
+                joint.call_function(set_grad_mode, args)
+                env[node] = None
+            elif node.target is operator.getitem:
+                env[node] = args[0][args[1]]
+            elif isinstance(node.target, OpDef):
+                env[node] = node.target(*args, **kwargs)
+            else:
+                raise Unsupported("JOINT_GRAPH", f"{node.target!r} has no backward formula "
+                                  "the compiler can trace")
+
+
+def _tangents(joint: Graph, outputs: Any, aliases: tuple
+              ) -> tuple[dict[GraphNode, Any], tuple[bool, ...]]:
+    """One tangent placeholder per differentiable output, added into `grads` by node."""
+    grads: dict[GraphNode, Any] = {}
+    differentiable = []
+    for i, value in enumerate(outputs):
+        wanted = isinstance(value, FakeTensor) and value._requires_grad and \
+            aliases[i] is None  # an aliased output gets its grad_fn from eager view ops
+        differentiable.append(wanted)
+        if not wanted:
+            continue
+        node = joint.placeholder(f"tangent_{i}")
+        tangent = FakeTensor.of(node, value.shape, value._data.dtype, False)
+        _accumulate(grads, value.node, tangent)
+    return grads, tuple(differentiable)
+
+
+def _accumulate(grads: dict[GraphNode, Any], node: GraphNode, grad: Any) -> None:
+    previous = grads.get(node)
+    grads[node] = grad if previous is None else previous + grad
+
+
+def _run_backward(calls: list, recorder: OpRecorder,
+                  grads: dict[GraphNode, Any]) -> dict[GraphNode, Any]:
+    """Each recorded op's backward formula, in reverse order, on fakes (Note [Joint graphs])."""
+    for op, inputs, params, result, location in reversed(calls):
+        outs = result if isinstance(result, tuple) else (result,)
+        g = [grads.get(o.node) for o in outs]
+        if not op.differentiable or all(x is None for x in g):
+            continue
+        ctx = _BackwardContext(op, params, inputs)
+        if not any(ctx.needs_input_grad):
+            continue
+        recorder.location = location
+        saved = tuple(_saved_value(op, i, condition, inputs, result, ctx)
+                      for i, condition in op.save_plan)
+        g_arg = g[0] if op.num_outputs == 1 else g
+        if op.num_outputs == 1 and g_arg is None:
+            continue
+        input_grads = op.backward(xp.TENSOR, ctx, g_arg, *saved)
+        if len(input_grads) != len(inputs):
+            raise Unsupported("JOINT_GRAPH", f"{op.name}: its backward returned "
+                              f"{len(input_grads)} gradients for {len(inputs)} inputs")
+        for index, (x, grad) in enumerate(zip(inputs, input_grads, strict=True)):
+            if grad is None or not ctx.needs_input_grad[index]:
+                continue
+            shape, dtype = ctx.input_metadata[index]
+            grad = validate_tensor_grad(ctx, index, grad, shape, dtype)
+            if not isinstance(grad, FakeTensor):
+                grad = _as_graph_value(grad, recorder)
+            _accumulate(grads, x.node, grad)
+    return grads
+
+
+def _saved_value(op: OpDef, index: int, condition: int, inputs: tuple, result: Any,
+                 ctx: _BackwardContext) -> Any:
+    if index == -1:
+        return result
+    if condition >= 0 and not ctx.needs_input_grad[condition]:
+        return None
+    return inputs[index]
+
+
+def _as_graph_value(grad: Tensor, recorder: OpRecorder) -> FakeTensor:
+    """A constant gradient (a formula returned real zeros) as a graph constant."""
+    node = recorder.constant_of(grad)
+    return FakeTensor.of(node, grad.shape, grad._data.dtype, False)
+
+
+class _no_grad:  # noqa: N801 - a context manager, like jitgrad.no_grad
+    def __enter__(self) -> None:
+        self._previous = STATE.enabled
+        STATE.enabled = False
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.enabled = self._previous
+
+
+def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
+               grad_inputs: tuple[bool, ...], aliases: tuple) -> JointGraphs:
+    """Split the joint graph (Note [Joint graphs]): forward = what the user's outputs and
+    grad-mode switches need; backward = the rest; saved = forward values it reads."""
+    user_outputs = joint.output_node.args[:num_user]
+    input_grads = joint.output_node.args[num_user:]
+    primals = [n for n in joint.placeholders if not n.target.startswith("tangent_")]
+    tangents = [n for n in joint.placeholders if n.target.startswith("tangent_")]
+    roots = [n for n in user_outputs if isinstance(n, GraphNode)]
+    roots += [n for n in joint.nodes if n.op == "call_function" and n.target is set_grad_mode]
+    in_forward = _ancestors(roots)
+    in_forward.update(primals)
+    backward_nodes = [n for n in joint.nodes if n not in in_forward and n.op != "output"]
+    saved = []
+    for node in joint.nodes:
+        if node in in_forward and node.op != "get_attr" and any(
+                user not in in_forward and user.op != "output" for user in node.users):
+            saved.append(node)
+
+    forward = Graph()
+    copies: dict[GraphNode, Any] = {}
+    for node in joint.nodes:
+        if node in in_forward:
+            copies[node] = _copy_node(forward, joint, node, copies)
+    intermediates = [n for n in saved if n.op != "placeholder"]
+    forward.output((*map_arg(tuple(user_outputs), copies.__getitem__),
+                    *(copies[n] for n in intermediates)))
+
+    backward = Graph()
+    bcopies: dict[GraphNode, Any] = {}
+    saved_spec: list[tuple[str, int]] = []
+    for node in saved:
+        bcopies[node] = backward.placeholder(f"saved_{node.name}", node.meta.get("val"))
+        if node.op == "placeholder":
+            saved_spec.append(("input", primals.index(node)))
+        else:
+            saved_spec.append(("output", num_user + intermediates.index(node)))
+    for node in tangents:
+        bcopies[node] = backward.placeholder(node.target, node.meta.get("val"))
+    for node in joint.nodes:
+        if node.op == "get_attr" and node in in_forward and any(
+                user not in in_forward for user in node.users):
+            bcopies[node] = _copy_node(backward, joint, node, bcopies)
+    for node in backward_nodes:
+        if node.op == "placeholder":
+            continue
+        bcopies[node] = _copy_node(backward, joint, node, bcopies)
+    backward.output(tuple(bcopies.get(g) if isinstance(g, GraphNode) else None
+                          for g in input_grads))
+    return JointGraphs(forward, backward, num_user, saved_spec, differentiable, grad_inputs,
+                       aliases)
+
+
+def _ancestors(roots: list[GraphNode]) -> set[GraphNode]:
+    seen: set[GraphNode] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.all_input_nodes)
+    return seen
+
+
+def _copy_node(target: Graph, joint: Graph, node: GraphNode,
+               copies: dict[GraphNode, Any]) -> GraphNode:
+    if node.op == "placeholder":
+        copy = target.placeholder(node.target, node.meta.get("val"))
+    elif node.op == "get_attr":
+        copy = target.get_attr(node.target, joint.attrs[node.target])
+    else:
+        copy = target.call_function(node.target, map_arg(node.args, copies.__getitem__),
+                                    map_arg(node.kwargs, copies.__getitem__), name=node.name)
+    for key in ("val", "source"):
+        if key in node.meta:
+            copy.meta[key] = node.meta[key]
+    return copy
+
+
+def compile_region(graph: Graph, example_inputs: list[Any],
+                   compile_graph: Callable[[Graph], Callable[..., tuple]]) -> CompiledRegion:
+    """`graph` split into joint graphs, each compiled by `compile_graph(graph) -> callable`
+    (the numba backend's kernels; tests also pass `GraphModule` to check the joint graphs
+    alone). Raises Unsupported as `build_joint_graphs` does."""
+    joint = build_joint_graphs(graph, example_inputs)
+    forward = compile_graph(joint.forward)
+    backward = compile_graph(joint.backward)
+    groups = [_Labeled("forward", g) for g in getattr(forward, "fusion_groups", ())] + \
+        [_Labeled("backward", g) for g in getattr(backward, "fusion_groups", ())]
+    return CompiledRegion(joint, forward, backward, groups)
+
+
+class _Labeled:
+    """A fusion group listed with the graph it belongs to (`explain()` shows both halves)."""
+
+    def __init__(self, label: str, group: Any) -> None:
+        self.label = label
+        self.group = group
+
+    def __str__(self) -> str:
+        return f"{self.label} {self.group}"
+
+
+class CompiledFunctionBackward(Node):
+    """The one autograd node of a compiled region's call (its outputs' grad_fn).
+
+    next_edges: one per input of the captured graph (None where it needs no gradient);
+    apply runs the region's compiled backward graph on the saved values and the output
+    gradients (zeros for outputs that got none).
+    Raises RuntimeError: on `create_graph=True` (ERR_CREATE_GRAPH), after the saved
+    values were freed (ERR_FREED), or when a saved input was modified in place.
+    """
+
+    __slots__ = ("region", "saved", "output_metadata")
+
+    def __init__(self, region: CompiledRegion, saved: SavedValues,
+                 output_metadata: tuple) -> None:
+        super().__init__()
+        self.region = region
+        self.saved: SavedValues | None = saved
+        self.output_metadata = output_metadata
+
+    @property
+    def num_outputs(self) -> int:  # type: ignore[override]
+        return len(self.output_metadata)
+
+    def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
+        if create_graph:
+            raise RuntimeError(ERR_CREATE_GRAPH)
+        saved = self.saved
+        if saved is None:
+            raise RuntimeError(ERR_FREED)
+        saved.check(self, lambda _: next(v for v in saved.values if isinstance(v, Tensor)))
+        values = [v if isinstance(v, Tensor) else Tensor._make(v) for v in saved.values]
+        tangents = []
+        for grad, meta in zip(grad_outputs, self.output_metadata, strict=True):
+            if meta is None:
+                continue
+            array = np.zeros(*meta) if grad is None else grad
+            tangents.append(Tensor._make(array))
+        grads = self.region.backward(*values, *tangents)
+        return tuple(None if g is None else g._data for g in grads)
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+
+class CompiledRegion:
+    """A captured graph compiled for training: callable on the graph's flat inputs, it
+    returns the outputs, recording one CompiledFunctionBackward (see Note [Joint graphs]).
+
+    joint: the split graphs; forward/backward: their compiled callables (the backend's
+    output for each); fusion_groups: the forward's then the backward's, for explain().
+    """
+
+    def __init__(self, joint: JointGraphs, forward: Callable[..., tuple],
+                 backward: Callable[..., tuple], fusion_groups: list[Any]) -> None:
+        self.joint = joint
+        self.forward = forward
+        self.backward = backward
+        self.fusion_groups = fusion_groups
+
+    def __call__(self, *inputs: Any) -> tuple:
+        joint = self.joint
+        detached = [Tensor._make(x._data) if isinstance(x, Tensor) else x for x in inputs]
+        results = self.forward(*detached)
+        user, extra = results[:joint.num_user_outputs], results[joint.num_user_outputs:]
+        saved_values = []
+        for kind, index in joint.saved:
+            value = inputs[index] if kind == "input" else extra[index - joint.num_user_outputs]
+            saved_values.append(value if kind == "input" else value._data)
+        saved = SavedValues(saved_values, [None] * len(saved_values),
+                            [v._version if isinstance(v, Tensor) else 0 for v in saved_values])
+        metadata = tuple((out.shape, out._data.dtype) if wanted else None
+                         for out, wanted in zip(user, joint.differentiable, strict=True))
+        node = CompiledFunctionBackward(self, saved, metadata)
+        node.next_edges = tuple(gradient_edge(x) if wanted else None
+                                for x, wanted in zip(inputs, joint.grad_inputs, strict=True))
+        node.input_metadata = tuple((x.shape, x._data.dtype) if isinstance(x, Tensor) else None
+                                    for x in inputs)
+        return tuple(_rebuild_alias(inputs, alias) if alias is not None else
+                     Tensor._make(out._data, True, node, i) if wanted else out
+                     for i, (out, wanted, alias) in enumerate(zip(
+                         user, joint.differentiable, joint.aliases, strict=True)))
+
+
+def _rebuild_alias(inputs: tuple, alias: tuple[int, tuple]) -> Tensor:
+    """An aliased output (JointGraphs.aliases): the input, or its view made by eager ops."""
+    index, replay = alias
+    value = inputs[index]
+    for step in replay:
+        value = view_op(value, step.op, step.params)
+    return value
