@@ -16,6 +16,11 @@ from jitgrad.trace import report as report_module
 from jitgrad.trace.testing import CountingBackend
 
 
+def compile_eager(fn):
+    """Compiled with the eager backend: these tests are about capture, not kernels."""
+    return jg.compile(fn, backend="eager")
+
+
 def data(seed=0, shape=(2, 3), dtype=np.float32):
     return np.random.default_rng(seed).normal(size=shape).astype(dtype)
 
@@ -75,7 +80,7 @@ def test_runner_copies_final_values_back_after_the_graph():
         x.add_(1)
         return x.sum()
 
-    compiled = jg.compile(f)
+    compiled = compile_eager(f)
     compiled(jg.ones(3))
     text = compiled.show()
     assert ("def __jg_run_f(x):\n    __out = __graph(x)\n    __write_back(x, __out[1], 2)\n"
@@ -89,7 +94,7 @@ def test_returned_input_is_the_callers_tensor():
         return x, x.data, x.detach()
 
     x, x_ref = pair(data(2))
-    out, alias, detached = jg.compile(f)(x)
+    out, alias, detached = compile_eager(f)(x)
     out_ref, _, _ = f(x_ref)
     assert out is x
     assert_same_tensor(out, out_ref)
@@ -116,7 +121,7 @@ def test_copy_and_fill_cast_and_broadcast_as_eager(src):
     for fn in (f, g):
         x, x_ref = pair(data(4))
         v = value if isinstance(value, float) else jg.tensor(value)
-        assert_same_tensor(jg.compile(fn)(x, v), fn(x_ref, v))
+        assert_same_tensor(compile_eager(fn)(x, v), fn(x_ref, v))
         assert_same_tensor(x, x_ref)
 
 
@@ -130,7 +135,7 @@ def test_zero_and_inplace_operators_on_int_tensors():
 
     counts, counts_ref = pair(np.arange(6, dtype=np.int64))
     step = jg.tensor(np.ones(6, dtype=np.int64))
-    assert_same_tensor(jg.compile(f)(counts, step), f(counts_ref, step))
+    assert_same_tensor(compile_eager(f)(counts, step), f(counts_ref, step))
     assert_same_tensor(counts, counts_ref)
 
 
@@ -164,7 +169,7 @@ def test_writes_are_visible_after_a_graph_break():
 
     x, x_ref = pair(data(7))
     with watch() as report:
-        out = jg.compile(f)(x)
+        out = compile_eager(f)(x)
     assert report.graph_count == 2 and report.graph_break_count == 1
     assert_same_tensor(out, f(x_ref))
     assert_same_tensor(x, x_ref)
@@ -176,7 +181,7 @@ def test_one_input_through_two_arguments_sees_its_own_write():
         return b * 2
 
     x, x_ref = pair(data(8))
-    assert_same_tensor(jg.compile(f)(x, x), f(x_ref, x_ref))
+    assert_same_tensor(compile_eager(f)(x, x), f(x_ref, x_ref))
     assert_same_tensor(x, x_ref)
 
 
@@ -190,7 +195,7 @@ def test_tensors_made_in_the_graph_are_written_freely_with_gradients():
 
     w, w_ref = pair(data(9), requires_grad=True)
     with watch() as report:
-        out = jg.compile(f)(w)
+        out = compile_eager(f)(w)
     assert report.graph_break_count == 0
     out_ref = f(w_ref)
     np.testing.assert_allclose(out.item(), out_ref.item(), rtol=1e-6)
@@ -207,7 +212,7 @@ def test_grad_is_read_and_assigned_through_the_parameter():
 
     p = jg.tensor(data(10), requires_grad=True)
     p.grad = jg.tensor(data(11))
-    out = jg.compile(f)(p)
+    out = compile_eager(f)(p)
     np.testing.assert_array_equal(out.numpy(), data(11) * 2)
     assert p.grad is None
 
@@ -222,7 +227,7 @@ def test_inplace_on_a_leaf_requiring_grad_raises_eagers_error():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
-            jg.compile(f)(jg.ones(3, requires_grad=True))
+            compile_eager(f)(jg.ones(3, requires_grad=True))
 
 
 def test_inplace_result_that_cannot_be_cast_raises_eagers_error():
@@ -234,7 +239,7 @@ def test_inplace_result_that_cannot_be_cast_raises_eagers_error():
         warnings.simplefilter("ignore")
         with pytest.raises(RuntimeError, match="result type Float can't be cast to the "
                                                "desired output type Long"):
-            jg.compile(f)(jg.tensor([1, 2]))
+            compile_eager(f)(jg.tensor([1, 2]))
 
 
 def views_then_write(x):
@@ -253,7 +258,7 @@ def write_through_view(x):
 def test_writes_involving_views_break_the_graph_with_eager_values(fn):
     x, x_ref = pair(data(12))
     with watch() as report:
-        out = jg.compile(fn)(x)
+        out = compile_eager(fn)(x)
     assert [r.kind for r in report.break_reasons] == ["INPLACE_ON_VIEW"]
     out_ref = fn(x_ref)
     # values only: a view handed from a graph to eager code shares its base's memory but
@@ -269,7 +274,7 @@ def test_an_input_that_is_a_view_is_written_eagerly_into_its_base():
 
     base, base_ref = pair(data(13, shape=(4,)))
     with watch() as report:
-        jg.compile(f)(base[1:])
+        compile_eager(f)(base[1:])
     f(base_ref[1:])
     assert [r.kind for r in report.break_reasons] == ["INPLACE_ON_VIEW"]
     assert_same_tensor(base, base_ref)
@@ -286,7 +291,7 @@ def test_a_tensor_reached_without_a_source_is_written_by_its_own_frame():
     def f(x):
         return accumulate(x) + 1
 
-    compiled = jg.compile(f)
+    compiled = compile_eager(f)
     with watch() as report:
         compiled(jg.ones(3))
         out = compiled(jg.ones(3))
@@ -300,7 +305,7 @@ def test_a_default_argument_of_the_compiled_function_is_an_input_written_back():
         total.add_(x)
         return total * 1
 
-    compiled = jg.compile(f)
+    compiled = compile_eager(f)
     with watch() as report:
         compiled(jg.ones(3))
         out = compiled(jg.ones(3))
@@ -317,7 +322,7 @@ def test_writing_an_input_whose_memory_another_input_shares_runs_eagerly():
     x, x_ref = pair(data(14))
     with watch() as report, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = jg.compile(f)(x, x.detach())
+        out = compile_eager(f)(x, x.detach())
     assert report.frame_outcomes[0].outcome == "eager"
     assert "INPLACE_ON_ALIASED_INPUT" not in [r.kind for r in report.break_reasons]
     assert "shares" in report.frame_outcomes[0].reason
@@ -331,7 +336,7 @@ def test_a_tensor_made_in_the_graph_copies_an_input_instead_of_aliasing_it():
         return buffer, x
 
     x = jg.ones(3)
-    buffer, same = jg.compile(f)(x)
+    buffer, same = compile_eager(f)(x)
     assert same is x and buffer is not x
     buffer.add_(1)
     np.testing.assert_array_equal(x.numpy(), [1.0, 1.0, 1.0])
@@ -346,7 +351,7 @@ def test_handwritten_sgd_over_a_parameter_list_is_one_graph():
 
     params = [jg.tensor(data(20 + i), requires_grad=True) for i in range(3)]
     refs = [jg.tensor(data(20 + i), requires_grad=True) for i in range(3)]
-    compiled = jg.compile(sgd)
+    compiled = compile_eager(sgd)
     with watch() as report:
         for step in range(2):
             for i, (p, q) in enumerate(zip(params, refs, strict=True)):
@@ -357,3 +362,32 @@ def test_handwritten_sgd_over_a_parameter_list_is_one_graph():
     for p, q in zip(params, refs, strict=True):
         assert_same_tensor(p, q)
         assert p.grad is None and p.is_leaf
+
+
+COUNTS = jg.zeros(3)
+
+
+def test_global_and_closure_tensors_are_written_back():
+    def count(x):
+        COUNTS.add_(x)
+        return COUNTS * 1
+
+    def make_accumulator():
+        total = jg.zeros(3)
+
+        def accumulate(x):
+            total.add_(x)
+            return total * 1
+        return accumulate, total
+
+    accumulate, total = make_accumulator()
+    compiled_count, compiled_accumulate = compile_eager(count), compile_eager(accumulate)
+    start = COUNTS.numpy().copy()
+    with watch() as report:
+        for _ in range(2):
+            compiled_count(jg.ones(3))
+            out = compiled_accumulate(jg.ones(3))
+    assert report.graph_break_count == 0
+    np.testing.assert_array_equal(COUNTS.numpy(), start + 2)
+    np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
+    assert total._version == 2
