@@ -18,23 +18,24 @@ from jitgrad.trace.backends import register_backend
 from jitgrad.trace.disabled import allow_in_graph, disable, graph_break
 from jitgrad.trace.entry import CompiledFunction, CompileError
 
-DEFAULT_BACKEND = "eager"  # becomes "numba" when the codegen backend lands (issue 4)
-
 config.configure_logging()
 register_backend("numba", numba_backend)
 
 
-def compile(fn: Callable[..., Any] | None = None, *, backend: Any = DEFAULT_BACKEND,  # noqa: A001
+def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noqa: A001
             fullgraph: bool = False, dynamic: bool | None = None) -> Any:
     """Compile `fn` (a function, bound method or nn.Module) by capturing its bytecode.
 
     Usable as `@jitgrad.compile` or `@jitgrad.compile(backend="eager", fullgraph=True)`.
-    backend: a name ("eager") or a callable `(graph_module, example_inputs) -> callable`.
+    backend: a name ("numba", "eager") or a callable `(graph_module, example_inputs) ->
+    callable`; None means `jitgrad.config.DEFAULT_BACKEND` ("numba").
     fullgraph: raise `CompileError` (a RuntimeError) at the first construct that cannot be
     captured, instead of running that part eagerly.
     dynamic: accepted for compatibility with torch.compile; shapes are static.
     Set JITGRAD_DISABLE=1 to run every compiled function eagerly.
     """
+    if backend is None:
+        backend = config.DEFAULT_BACKEND
     if fn is None:
         return lambda f: CompiledFunction(f, backend, fullgraph)
     return CompiledFunction(fn, backend, fullgraph)
@@ -53,8 +54,8 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
     a readable report. The function's previous compiled entries are dropped first so the
     report shows a fresh compile.
     """
-    compiled = fn if isinstance(fn, CompiledFunction) else CompiledFunction(fn, DEFAULT_BACKEND,
-                                                                           False)
+    compiled = fn if isinstance(fn, CompiledFunction) else CompiledFunction(
+        fn, config.DEFAULT_BACKEND, False)
 
     def run(*args: Any, **kwargs: Any) -> report.ExplainOutput:
         entry.forget(compiled)

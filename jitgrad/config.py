@@ -23,6 +23,10 @@ LOGS = tuple(c.strip() for c in os.environ.get("JITGRAD_LOGS", "").split(",") if
 CACHE_DIR = os.environ.get("JITGRAD_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "jitgrad")
 
+# what `jitgrad.compile` and `jitgrad.explain` use when no backend is given; "eager" runs
+# captured graphs with eager ops (the oracle), e.g. while debugging a compiled function
+DEFAULT_BACKEND = "numba"
+
 RECOMPILE_LIMIT = 8  # per code object, as torch.compile
 TOTAL_RECOMPILE_LIMIT = 256
 
