@@ -13,7 +13,7 @@ class CountingBackend:
     """A backend that counts what it compiles, then delegates (torch's `CompileCounter`).
 
     compile_count: graphs compiled; op_count: their call_function nodes, summed;
-    graphs: the GraphModules received, in order. `backend` (default "eager") compiles.
+    graphs: the GraphModules received, in order. `backend` (default "eager", the oracle) compiles.
     Counts are exact, so tests assert them with ==.
     """
 
