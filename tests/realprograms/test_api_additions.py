@@ -256,3 +256,25 @@ def test_max_pool2d_gradient_goes_to_the_first_maximum():
     x = jg.tensor([[[[1.0, 3.0], [3.0, 0.0]]]], requires_grad=True)
     jg.nn.MaxPool2d(2)(x).sum().backward()
     assert x.grad.tolist() == [[[[0.0, 1.0], [0.0, 0.0]]]]  # torch 2.13 gives the same
+
+
+def test_full_backward_hook_with_several_inputs_and_outputs_matches_torch():
+    class Mix(jg.nn.Module):
+        def forward(self, a, b, k):
+            return a * b, (a + b * k).sum(0)
+
+    module, seen = Mix(), []
+
+    def hook(mod, grad_input, grad_output):
+        seen.append(([None if g is None else g.tolist() for g in grad_input],
+                     [g.tolist() for g in grad_output]))
+        return (grad_input[0] * 2, grad_input[1], grad_input[2])
+
+    module.register_full_backward_hook(hook)
+    a = jg.tensor([1.0, 2.0], requires_grad=True)
+    x, y = module(a, jg.tensor([3.0, 4.0]), 5.0)
+    (x.sum() * 3 + y * 7).backward()
+    # torch 2.13: grad_input ([16, 19], zeros for b (no grad), None for the float),
+    # grad_output ([3, 3], 7); a.grad = 2 * [16, 19]
+    assert seen == [([[16.0, 19.0], [0.0, 0.0], None], [[3.0, 3.0], 7.0])]
+    assert a.grad.tolist() == [32.0, 38.0]

@@ -5,9 +5,10 @@ tensor outputs of one module call each pass through an identity autograd Functio
 When backward reaches the outputs' identity node, it records `grad_output`; when it
 reaches the inputs' identity node, it calls every hook with
 `hook(module, grad_input, grad_output)`, and a hook's non-None return replaces
-`grad_input`. `grad_input` has one entry per positional argument of the call (None for
-arguments that are not tensors requiring grad). When no argument requires grad, the
-hooks run when `grad_output` is known, with `grad_input` all None.
+`grad_input`. `grad_input` has one entry per positional argument of the call: None for
+non-tensors, zeros for tensors that do not require grad (they pass through the identity
+as non-differentiable outputs, as in PyTorch). When no argument requires grad, the hooks
+run when `grad_output` is known, with `grad_input` all None.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ class _HookIdentity(Function):
     @staticmethod
     def forward(ctx: Any, callback: Callable, *tensors: Tensor) -> tuple[Tensor, ...]:
         ctx.callback = callback
-        return tuple(t.clone() for t in tensors)
+        outputs = tuple(t.clone() for t in tensors)
+        ctx.mark_non_differentiable(*[o for o, t in zip(outputs, tensors, strict=True)
+                                      if not t.requires_grad])
+        return outputs
 
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> tuple:
@@ -43,12 +47,12 @@ class BackwardHook:
         self.grad_output: tuple | None = None
 
     def setup_input(self, args: tuple) -> tuple:
-        """`args` with each tensor that requires grad replaced by its hooked identity."""
+        """`args` with its tensors replaced by hooked identities (when one requires grad)."""
         self.n_args = len(args)
-        self.hooked_positions = [i for i, a in enumerate(args)
-                                 if isinstance(a, Tensor) and a.requires_grad]
-        if not self.hooked_positions:
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        if not any(args[i].requires_grad for i in positions):
             return args
+        self.hooked_positions = positions
         hooked = _HookIdentity.apply(self._on_grad_input,
                                      *[args[i] for i in self.hooked_positions])
         args = list(args)
@@ -60,8 +64,8 @@ class BackwardHook:
         """`output` (a Tensor or a tuple) with its tensors replaced by hooked identities."""
         is_tensor = isinstance(output, Tensor)
         items = (output,) if is_tensor else tuple(output) if isinstance(output, tuple) else ()
-        positions = [i for i, o in enumerate(items) if isinstance(o, Tensor) and o.requires_grad]
-        if not positions:
+        positions = [i for i, o in enumerate(items) if isinstance(o, Tensor)]
+        if not any(items[i].requires_grad for i in positions):
             return output
         hooked = _HookIdentity.apply(self._on_grad_output, *[items[i] for i in positions])
         items = list(items)
