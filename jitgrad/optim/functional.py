@@ -16,6 +16,7 @@ compiled steps match eager.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -58,24 +59,35 @@ def fma(x: Any, y: Any, z: Any) -> Any:
 
 # ----- SGD ----------------------------------------------------------------------------
 
-def sgd_values(xp: Any, param: Any, grad: Any, buffer: Any, *, lr: float, momentum: float,
-               dampening: float, weight_decay: float, nesterov: bool,
-               maximize: bool) -> tuple[Any, Any]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class SGDOptions:
+    """SGD's hyperparameters for one group (read once per step, not per parameter)."""
+
+    lr: float
+    momentum: float
+    dampening: float
+    weight_decay: float
+    nesterov: bool
+    maximize: bool
+
+
+def sgd_values(xp: Any, param: Any, grad: Any, buffer: Any,
+               o: SGDOptions) -> tuple[Any, Any]:
     """(new param, new momentum buffer or None) of one SGD step; see `SGD`'s docstring.
 
     buffer: the momentum buffer, None on the first step (it starts as a copy of g).
     """
-    g = -grad if maximize else grad
-    if weight_decay != 0:
-        g = fma(weight_decay, param, g)
+    g = -grad if o.maximize else grad
+    if o.weight_decay != 0:
+        g = fma(o.weight_decay, param, g)
     new_buffer = None
-    if momentum != 0:
+    if o.momentum != 0:
         if buffer is None:
             new_buffer = xp.clone(g)
         else:
-            new_buffer = fma(1 - dampening, g, buffer * momentum)
-        g = fma(momentum, new_buffer, g) if nesterov else new_buffer
-    return fma(-lr, g, param), new_buffer
+            new_buffer = fma(1 - o.dampening, g, buffer * o.momentum)
+        g = fma(o.momentum, new_buffer, g) if o.nesterov else new_buffer
+    return fma(-o.lr, g, param), new_buffer
 
 
 def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list[Tensor | None], *,
@@ -86,56 +98,69 @@ def sgd(params: list[Tensor], grads: list[Tensor], momentum_buffers: list[Tensor
 
     momentum_buffers: one per parameter (None: no buffer yet, or no momentum).
     """
-    hyper = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                 nesterov=nesterov, maximize=maximize)
+    o = SGDOptions(lr, momentum, dampening, weight_decay, nesterov, maximize)
     buffers = []
     for param, grad, buffer in zip(params, grads, momentum_buffers, strict=True):
         if is_traced(param):
-            new_param, new_buffer = sgd_values(TENSOR, param, grad, buffer, **hyper)
+            new_param, new_buffer = sgd_values(TENSOR, param, grad, buffer, o)
             param.copy_(new_param)
             if buffer is not None:
                 buffer.copy_(new_buffer)
             buffers.append(new_buffer if buffer is None else buffer)
             continue
         new_param, new_buffer = sgd_values(NUMPY, param._data, grad._data,
-                                           None if buffer is None else buffer._data, **hyper)
+                                           None if buffer is None else buffer._data, o)
         param._data[...] = new_param
         param._bump_version()
         if buffer is not None:
             buffer._data[...] = new_buffer
             buffer._bump_version()
-        buffers.append(buffer if new_buffer is None or buffer is not None
-                       else Tensor._make(new_buffer))
+        elif new_buffer is not None:
+            buffer = Tensor._make(new_buffer)
+        buffers.append(buffer)
     return buffers
 
 
 # ----- Adam / AdamW ---------------------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class AdamOptions:
+    """Adam's hyperparameters for one group (decoupled: AdamW's weight decay)."""
+
+    beta1: float
+    beta2: float
+    lr: float
+    eps: float
+    weight_decay: float
+    decoupled: bool
+    amsgrad: bool
+    maximize: bool
+
+
 def adam_values(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any,
-                max_exp_avg_sq: Any, step: Any, *, beta1: float, beta2: float, lr: float,
-                eps: float, weight_decay: float, decoupled: bool, amsgrad: bool,
-                maximize: bool) -> tuple[Any, Any, Any, Any]:
+                max_exp_avg_sq: Any, step: Any, o: AdamOptions) -> tuple[Any, Any, Any, Any]:
     """(param, exp_avg, exp_avg_sq, max_exp_avg_sq or None) after one Adam step; see `Adam`.
 
     step: the step count including this step, a Python float (eager) or a float64 0-d
     tensor (traced, so the count is a graph input and not a constant of the graph).
     """
-    g = -grad if maximize else grad
+    beta1, beta2, lr = o.beta1, o.beta2, o.lr
+    g = -grad if o.maximize else grad
     p = param
-    if weight_decay != 0:
-        if decoupled:
-            p = p * (1 - lr * weight_decay)
+    if o.weight_decay != 0:
+        if o.decoupled:
+            p = p * (1 - lr * o.weight_decay)
         else:
-            g = fma(weight_decay, p, g)
+            g = fma(o.weight_decay, p, g)
     exp_avg = fma(1 - beta1, g - exp_avg, exp_avg)  # exp_avg.lerp_(g, 1 - beta1)
     exp_avg_sq = fma((1 - beta2) * g, g, exp_avg_sq * beta2)  # mul_, addcmul_
     step_size = lr / (1 - beta1 ** step)
     bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-    if amsgrad:
+    if o.amsgrad:
         max_exp_avg_sq = xp.maximum(max_exp_avg_sq, exp_avg_sq)
-        denom = xp.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + eps
+        denom = xp.sqrt(max_exp_avg_sq) / bias_correction2_sqrt + o.eps
     else:
-        denom = xp.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
+        denom = xp.sqrt(exp_avg_sq) / bias_correction2_sqrt + o.eps
     p = p + (-step_size * exp_avg) / denom  # addcdiv_(exp_avg, denom, value=-step_size)
     return p, exp_avg, exp_avg_sq, max_exp_avg_sq
 
@@ -147,47 +172,55 @@ def adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     """Adam (AdamW with `decoupled`) on every parameter, in place: parameters, moments and
     the float32 0-d step counters. max_exp_avg_sqs: one per parameter with amsgrad, else
     empty."""
-    hyper = dict(beta1=beta1, beta2=beta2, lr=lr, eps=eps, weight_decay=weight_decay,
-                 decoupled=decoupled, amsgrad=amsgrad, maximize=maximize)
+    o = AdamOptions(beta1, beta2, lr, eps, weight_decay, decoupled, amsgrad, maximize)
     maxes = max_exp_avg_sqs if amsgrad else [None] * len(params)
     for param, grad, exp_avg, exp_avg_sq, max_sq, step_t in zip(
             params, grads, exp_avgs, exp_avg_sqs, maxes, state_steps, strict=True):
-        tensors = (param, exp_avg, exp_avg_sq) + ((max_sq,) if amsgrad else ())
         if is_traced(param):
             step_t.add_(1)
-            step = TENSOR.cast(step_t, np.float64)
-            values = adam_values(TENSOR, param, grad, exp_avg, exp_avg_sq, max_sq, step,
-                                 **hyper)
-            for tensor, value in zip(tensors, values[:len(tensors)], strict=True):
-                tensor.copy_(value)
+            values = adam_values(TENSOR, param, grad, exp_avg, exp_avg_sq, max_sq,
+                                 TENSOR.cast(step_t, np.float64), o)
+            _copy_values((param, exp_avg, exp_avg_sq, max_sq), values)
             continue
         _increment(step_t)
         values = adam_values(NUMPY, param._data, grad._data, exp_avg._data, exp_avg_sq._data,
-                             None if max_sq is None else max_sq._data,
-                             float(step_t._data), **hyper)
-        _write_arrays(tensors, values[:len(tensors)])
+                             None if max_sq is None else max_sq._data, float(step_t._data), o)
+        _write_arrays((param, exp_avg, exp_avg_sq, max_sq), values)
 
 
 # ----- RMSprop ----------------------------------------------------------------------------
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RMSpropOptions:
+    """RMSprop's hyperparameters for one group."""
+
+    lr: float
+    alpha: float
+    eps: float
+    weight_decay: float
+    momentum: float
+    centered: bool
+    maximize: bool
+
+
 def rmsprop_values(xp: Any, param: Any, grad: Any, square_avg: Any, grad_avg: Any,
-                   buffer: Any, *, lr: float, alpha: float, eps: float, weight_decay: float,
-                   momentum: float, centered: bool, maximize: bool) -> tuple[Any, Any, Any, Any]:
+                   buffer: Any, o: RMSpropOptions) -> tuple[Any, Any, Any, Any]:
     """(param, square_avg, grad_avg or None, momentum buffer or None) after one RMSprop
     step; see `RMSprop`'s docstring."""
-    g = -grad if maximize else grad
-    if weight_decay != 0:
-        g = fma(weight_decay, param, g)
+    alpha = o.alpha
+    g = -grad if o.maximize else grad
+    if o.weight_decay != 0:
+        g = fma(o.weight_decay, param, g)
     square_avg = fma((1 - alpha) * g, g, square_avg * alpha)  # mul_, addcmul_
-    if centered:
+    if o.centered:
         grad_avg = fma(1 - alpha, g - grad_avg, grad_avg)  # lerp_(g, 1 - alpha)
-        avg = xp.sqrt(fma(-grad_avg, grad_avg, square_avg)) + eps
+        avg = xp.sqrt(fma(-grad_avg, grad_avg, square_avg)) + o.eps
     else:
-        avg = xp.sqrt(square_avg) + eps
-    if momentum > 0:
-        buffer = buffer * momentum + g / avg  # mul_, addcdiv_
-        return fma(-lr, buffer, param), square_avg, grad_avg, buffer  # add_(buf, alpha=-lr)
-    return param + (-lr * g) / avg, square_avg, grad_avg, buffer  # addcdiv_(g, avg, value=-lr)
+        avg = xp.sqrt(square_avg) + o.eps
+    if o.momentum > 0:
+        buffer = buffer * o.momentum + g / avg  # mul_, addcdiv_
+        return fma(-o.lr, buffer, param), square_avg, grad_avg, buffer  # add_(buf, alpha=-lr)
+    return param + (-o.lr * g) / avg, square_avg, grad_avg, buffer  # addcdiv_(g, avg, value=-lr)
 
 
 def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
@@ -197,8 +230,7 @@ def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor]
     """RMSprop on every parameter, in place: parameters, averages, buffers, step counters.
     grad_avgs: one per parameter when centered, else empty; momentum_buffers: one per
     parameter when momentum > 0, else empty."""
-    hyper = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                 centered=centered, maximize=maximize)
+    o = RMSpropOptions(lr, alpha, eps, weight_decay, momentum, centered, maximize)
     none = [None] * len(params)
     for param, grad, square_avg, grad_avg, buffer, step_t in zip(
             params, grads, square_avgs, grad_avgs if centered else none,
@@ -206,15 +238,13 @@ def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor]
         tensors = (param, square_avg, grad_avg, buffer)
         if is_traced(param):
             step_t.add_(1)
-            values = rmsprop_values(TENSOR, param, grad, square_avg, grad_avg, buffer, **hyper)
-            for tensor, value in zip(tensors, values, strict=True):
-                if tensor is not None:
-                    tensor.copy_(value)
+            _copy_values(tensors, rmsprop_values(TENSOR, param, grad, square_avg, grad_avg,
+                                                 buffer, o))
             continue
         _increment(step_t)
         values = rmsprop_values(NUMPY, *[None if t is None else t._data
                                          for t in (param, grad, square_avg, grad_avg, buffer)],
-                                **hyper)
+                                o)
         _write_arrays(tensors, values)
 
 
@@ -233,6 +263,13 @@ def _write_arrays(tensors: tuple, values: tuple) -> None:
         if tensor is not None:
             tensor._data[...] = value
             tensor._bump_version()
+
+
+def _copy_values(tensors: tuple, values: tuple) -> None:
+    """Each traced tensor (None: absent state) takes its new value (functionalized)."""
+    for tensor, value in zip(tensors, values, strict=True):
+        if tensor is not None:
+            tensor.copy_(value)
 
 
 __all__ = ["sgd", "adam", "rmsprop"]

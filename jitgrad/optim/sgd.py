@@ -50,8 +50,10 @@ class SGD(Optimizer):
         new_buffers = sgd(params, grads, buffers, lr=group["lr"], momentum=momentum,
                           dampening=group["dampening"], weight_decay=group["weight_decay"],
                           nesterov=group["nesterov"], maximize=group["maximize"])
+        if momentum == 0:
+            return
         for param, buffer, new_buffer in zip(params, buffers, new_buffers, strict=True):
-            if buffer is None and new_buffer is not None:  # the first step with momentum
+            if buffer is None:  # the first step with momentum: the buffer is new
                 self.state[param]["momentum_buffer"] = new_buffer
 
 
