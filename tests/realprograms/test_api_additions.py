@@ -278,3 +278,26 @@ def test_full_backward_hook_with_several_inputs_and_outputs_matches_torch():
     # grad_output ([3, 3], 7); a.grad = 2 * [16, 19]
     assert seen == [([[16.0, 19.0], [0.0, 0.0], None], [[3.0, 3.0], 7.0])]
     assert a.grad.tolist() == [32.0, 38.0]
+
+
+# ----- in-place writes into 0-d op results ---------------------------------------------------
+
+
+def test_accumulating_into_a_0d_result_in_place():
+    # makemore part 1: log_likelihood = 0.0; log_likelihood += torch.log(prob) in a loop
+    probs = jg.tensor([[0.5, 0.25], [0.125, 1.0]])
+    total = 0.0
+    for i, j in [(0, 0), (0, 1), (1, 0)]:
+        total += jg.log(probs[i, j])
+    np.testing.assert_allclose(total.item(), np.log(0.5 * 0.25 * 0.125), rtol=1e-6)
+    value = jg.tensor(2.0).exp()
+    value[...] = 5.0
+    assert value.item() == 5.0 and value.zero_().item() == 0.0
+
+
+def test_in_place_write_into_a_saved_0d_output_is_still_detected():
+    x = jg.tensor(1.0, requires_grad=True)
+    e = x.exp()
+    e += 1
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        e.backward()

@@ -114,6 +114,18 @@ def _check_result(target: Tensor, out: Tensor, check_dtype: bool) -> None:
 
 # ----- the generic in-place path -------------------------------------------------------
 
+def writable_storage(t: Tensor) -> None:
+    """Give a 0-d op result an array to be written into.
+
+    An op's 0-d result may hold a numpy scalar (numpy's ufuncs return one; see Note [Hot
+    path] in tensor.py), which cannot be written in place: `total += loss` and
+    `x[...] = v` on it would fail or write into a temporary copy. No view shares a
+    numpy scalar's memory, so swapping in an equal 0-d array changes nothing else.
+    """
+    if not isinstance(t._data, np.ndarray):
+        t._data = np.array(t._data)
+
+
 def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
                   check_dtype: bool = True) -> Tensor:
     """Write `compute(target)` into target's storage and rebase its history (module doc).
@@ -123,6 +135,7 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
     target's (arithmetic ops do; copy_ and fill_ cast anything).
     Returns `target`.
     """
+    writable_storage(target)
     if not STATE.enabled:
         out = compute(target)
         _check_result(target, out, check_dtype)
@@ -281,6 +294,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     value: a number or tensor broadcast to the region; cast to self's dtype. Writing a
     value that requires grad into a tensor that does not makes it require grad.
     """
+    writable_storage(self)
     basic, advanced = parse_index(self._data.shape, index)
     view = self._view
     if not STATE.enabled or not (self._requires_grad
