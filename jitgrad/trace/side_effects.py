@@ -1,11 +1,15 @@
 """Mutations of objects from outside the traced frame, replayed around the graph.
 
-Traced code may assign a global, an attribute of an argument (`self.steps += 1`), or
-mutate a caller's list or dict. Tracing must not perform these for real (the user's
+Traced code may assign a global, an attribute of an argument (`self.steps += 1`), a
+tensor's `.grad`, or mutate a caller's list or dict (an optimizer's `state[p] = {...}`).
+Tracing must not perform these for real (the user's
 objects would change at trace time), so `SideEffects` records them in program order and
 serves later reads of the same place from the record; the entry's runner replays them
 right after the graph runs (and before the native instruction of a graph break), so
 each happens exactly once per call, in order, with the values the graph computed.
+In-place writes into input tensors are not recorded here but are functionalized
+(Note [Functionalized in-place ops] in jitgrad/trace/fake.py); the runner applies them
+with `write_back` before this replay.
 """
 
 from __future__ import annotations

@@ -197,8 +197,9 @@ class TraceContext:
         """A graph input for a number whose value changed between calls.
 
         Note [Unspecialized numbers]: a Python number read from outside is first a trace
-        constant guarded by its value; when a recompile is caused by that value changing,
-        the source is marked dynamic and later traces make it a FakeNumber placeholder
+        constant guarded by its value; at a recompile, every such number whose value
+        changed (not only the guard that failed first) is marked dynamic, and later traces
+        make it a FakeNumber placeholder
         guarded only by its type (the runner passes it as a 0-d tensor). Python arithmetic
         or comparisons on it become graph breaks (they run natively between graphs);
         where a Python constant is needed (a loop bound) it is specialized again.
