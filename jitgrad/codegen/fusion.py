@@ -35,6 +35,7 @@ kernels. How the kernels loop is Note [Reduction kernels] in reductions.py.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,6 +264,10 @@ def _reduction_group(node: Node, spec: ReductionSpec, groups: list[FusionGroup],
     core = [node] if spec.companion is None else sorted([node, spec.companion],
                                                         key=position.__getitem__)
     group = FusionGroup(0, shape, list(core), reduction=node, spec=spec)
+    if not _can_place_at(group, core[-1], position):  # argmax read before its take_along
+        spec = dataclasses.replace(spec, companion=None)
+        core = [node]
+        group = FusionGroup(0, shape, [node], reduction=node, spec=spec)
     prologue = group_of.get(spec.source)
     if prologue is not None and prologue.reduction is None and prologue.shape == shape and all(
             user in core or user in prologue.nodes

@@ -1,4 +1,8 @@
-"""Kernel source for a `FusionGroup` (`lower_group`) and the `Kernel` that runs it.
+"""Kernel source for a pointwise `FusionGroup` (`lower_group`) and the `Kernel` that runs it.
+
+`Kernel(group)` of a reduction group returns a `reductions.ReductionKernel` instead (same
+call contract; Note [Reduction kernels]), which reuses this module's layout helpers
+(`flat_view`, `coalesce`).
 
 Note [Kernel layout]: a kernel is shape-generic. Every operand (outputs first, then
 inputs) reaches it as a flat 1-D array over its memory plus an element offset and one

@@ -37,14 +37,24 @@ recomputed in each pass, never stored. Numerically stable forms:
   log-probabilities, then sums the rows in float64 (mean divides by the summed weights of
   the kept targets, NaN when all are ignored); a class id outside [0, C) raises
   IndexError "Target 7 is out of bounds." as the eager op's check does.
-Above PARALLEL_THRESHOLD input elements, with several output elements and more than one
-numba thread, the `prange` twin shares the output elements out.
+Each kind is a `_Program`: steps (code, or passes over the slice) whose cross-step locals
+are its `state`. The row variant (`kernel`) runs the steps once per output element. When
+the reduced dims are strided but the innermost kept dim is contiguous (`x.sum(0)` of a
+C-contiguous matrix, bias gradients), rows would walk memory column by column; the column
+variant (`kernel_columns`) instead takes nk = the innermost kept dim's size output
+elements at once, makes each state local an array over them (`st_mx[k]`), and loops over
+the nk contiguous columns innermost, so the loads stay consecutive and vectorize
+(measured on 4096x4096 float32: x.sum(0) 580 ms in rows, 13 ms in columns, numpy 12 ms).
+The wrapper picks the variant per layout. Above PARALLEL_THRESHOLD input elements, with
+several output elements (column blocks) and more than one numba thread, the `prange`
+twin of either variant shares them out.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,18 +224,48 @@ def _statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[
     return lines
 
 
+@dataclass
+class _Step:
+    """One step of a kind's program for one output element.
+
+    A code step (`is_pass` False) runs `lines` once; a pass runs them at every reduced
+    element, after the prologue's `v` (unless `prologue` is False). writes: the pass reads
+    or writes full-space outputs; partial: (name, dtype, total) makes `name` a per-block
+    partial sum added to the float64 `total` (see `_pass`).
+    """
+
+    lines: list[str]
+    is_pass: bool = False
+    writes: bool = False
+    prologue: bool = True
+    partial: tuple[str, str, str] | None = None
+
+
+@dataclass
+class _Program:
+    """What a reduction kind computes per output element: `steps`, whose locals named in
+    `state` ((name, numpy dtype) pairs) live across steps. columns: whether the column
+    variant exists (Note [Reduction kernels])."""
+
+    state: list[tuple[str, str]]
+    steps: list[_Step]
+    columns: bool = True
+
+
 def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     """The kernel module computing reduction `group` (Note [Reduction kernels]): (header,
     body), as `kernels.lower_group` returns them.
 
     The module defines `kernel(outer_sizes, reduce_sizes, strides, offsets, scalars,
-    <operands>)` and `kernel_parallel` (prange over output elements). outer_sizes and
-    reduce_sizes are int64 (>= 1 dims each), strides int64 (strided operands, outer dims +
-    reduced dims) in elements, offsets int64 (strided operands,), scalars float64 (the
-    reduced count, then the kind's parameter: var/std's divisor, layer_norm's eps,
-    cross-entropy's ignore_index and reduction code). Operands: out0, ... (outputs), in0,
-    ... (inputs), then for cross-entropy table0 (class weights, if any), total (1,) and
-    bad (2,) int64 (a flag and the first bad class id).
+    <operands>)`, `kernel_parallel` (prange over output elements), and, except for
+    cross-entropy, `kernel_columns` and `kernel_columns_parallel` (the innermost kept dim
+    is the inner loop, with per-column state). outer_sizes and reduce_sizes are int64
+    (>= 1 dims each), strides int64 (strided operands, outer dims + reduced dims) in
+    elements, offsets int64 (strided operands,), scalars float64 (the reduced count, then
+    the kind's parameter: var/std's divisor, layer_norm's eps, cross-entropy's
+    ignore_index and reduction code). Operands: out0, ... (outputs), in0, ... (inputs),
+    then for cross-entropy table0 (class weights, if any), total (1,) and bad (2,) int64
+    (a flag and the first bad class id).
     """
     source = _Source(group)
     spec = source.spec
@@ -239,15 +279,25 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
         params += ["total", "bad"]
     fastmath = "{" + ", ".join(repr(f) for f in FASTMATH) + "}"
     lines = [_PRELUDE.format(fastmath=fastmath)]
-    body = _KINDS[spec.kind](source)
-    for name, loop, extra in (("kernel", "range", ""),
-                              ("kernel_parallel", "prange", ", parallel=True")):
+    program = _KINDS[spec.kind](source)
+    variants = [("kernel", "range", "", False), ("kernel_parallel", "prange", ", parallel=True",
+                                                 False)]
+    if program.columns:
+        variants += [("kernel_columns", "range", "", True),
+                     ("kernel_columns_parallel", "prange", ", parallel=True", True)]
+    for name, loop, extra, columns in variants:
         lines += ["", f"@njit(**OPTIONS{extra})",
                   f"def {name}(outer_sizes, reduce_sizes, strides, offsets, scalars, "
                   f"{', '.join(params)}):"]
-        lines += _setup(strided)
-        lines.append(f"    for o in {loop}(n_outer_total):")
-        lines += _outer_offsets(strided)
+        lines += _setup(strided, columns)
+        lines.append(f"    for o in {loop}({'n_blocks' if columns else 'n_outer_total'}):")
+        lines += _outer_offsets(strided, columns)
+        if columns:
+            lines += [f"        st_{name_} = np.empty(nk, {dtype})"
+                      for name_, dtype in program.state]
+            body = _column_steps(source, program)
+        else:
+            body = _row_steps(source, program)
         lines += [f"        {line}" for line in body]
         if spec.kind == "cross_entropy":
             lines += _cross_entropy_total(source)
@@ -255,7 +305,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     return "\n".join(header) + "\n", "\n".join(lines)
 
 
-def _setup(strided: list[_Operand]) -> list[str]:
+def _setup(strided: list[_Operand], columns: bool) -> list[str]:
     lines = ["    n_outer = outer_sizes.shape[0]",
              "    n_reduce = reduce_sizes.shape[0]",
              "    n_outer_total = 1",
@@ -269,15 +319,23 @@ def _setup(strided: list[_Operand]) -> list[str]:
     lines += [f"    s_{op.name} = strides[{k}, n_outer + n_reduce - 1]"
               for k, op in enumerate(strided)]
     full = [op for op in strided if op.space == "full"]
-    dense = " and ".join(f"s_{op.name} == 1" for op in full) or "True"
+    if columns:
+        lines += ["    nk = outer_sizes[n_outer - 1]",
+                  "    n_blocks = n_outer_total // nk if nk > 0 else 0"]
+        lines += [f"    t_{op.name} = strides[{k}, n_outer - 1]" for k, op in enumerate(strided)]
+        dense = " and ".join(f"t_{op.name} == 1" for op in full) or "True"
+    else:
+        dense = " and ".join(f"s_{op.name} == 1" for op in full) or "True"
     lines.append(f"    dense = {dense}")
     return lines
 
 
-def _outer_offsets(strided: list[_Operand]) -> list[str]:
+def _outer_offsets(strided: list[_Operand], columns: bool) -> list[str]:
+    """b_<operand>: the offsets of output element `o` (of column block `o`)."""
     lines = ["        q = o + 0  # a copy: numba refuses to update an alias of the prange index"]
     lines += [f"        b_{op.name} = offsets[{k}]" for k, op in enumerate(strided)]
-    lines += ["        for d in range(n_outer - 1, -1, -1):",
+    last = "n_outer - 2" if columns else "n_outer - 1"
+    lines += [f"        for d in range({last}, -1, -1):",
               "            size = outer_sizes[d]",
               "            i = q % size",
               "            q //= size"]
@@ -285,18 +343,44 @@ def _outer_offsets(strided: list[_Operand]) -> list[str]:
     return lines
 
 
-def _pass(source: _Source, body: list[str], writes: bool = False,
-          partial: tuple[str, str, str] | None = None, prologue: bool = True) -> list[str]:
-    """A loop over the reduced elements of output element `o`: the prologue's `v` at each
-    (unless `prologue` is False), then `body`.
+def _row_steps(source: _Source, program: _Program) -> list[str]:
+    reduced = {op.name: f"{op.name}[b_{op.name}]" for op in source.strided
+               if op.space == "reduced"}
+    lines = []
+    for step in program.steps:
+        if step.is_pass:
+            lines += _pass(source, step)
+        else:
+            lines += [_fill(line, reduced) for line in step.lines]
+    return lines
 
-    writes: the body also reads or writes full-space outputs. Rows are walked in blocks of
-    BLOCK elements; partial: (name, dtype, total) makes `name` a per-block partial sum of
-    that dtype, set to 0 before each block and added to `total` (float64) after it, so a
-    float32 partial's error stays that of BLOCK elements (blocked summation).
-    """
-    operands = [(k, op) for k, op in enumerate(source.strided) if op.space == "full"
-                and (writes or op.name.startswith("in"))]
+
+def _column_steps(source: _Source, program: _Program) -> list[str]:
+    """The steps with each state local `x` an array `st_x[k]` over the nk columns."""
+    pattern = re.compile(r"\b(" + "|".join(name for name, _ in program.state) + r")\b")
+
+    def per_column(line: str) -> str:
+        return pattern.sub(r"st_\1[k]", line)
+
+    reduced = {op.name: f"{op.name}[b_{op.name} + k * t_{op.name}]" for op in source.strided
+               if op.space == "reduced"}
+    lines = []
+    for step in program.steps:
+        if step.is_pass:
+            lines += _column_pass(source, step, per_column)
+        else:
+            lines.append("for k in range(nk):")
+            lines += [f"    {per_column(_fill(line, reduced))}" for line in step.lines]
+    return lines
+
+
+def _pass_operands(source: _Source, step: _Step) -> list[tuple[int, _Operand]]:
+    return [(k, op) for k, op in enumerate(source.strided) if op.space == "full"
+            and (step.writes or op.name.startswith("in"))]
+
+
+def _row_offsets(operands: list[tuple[int, _Operand]]) -> list[str]:
+    """c_<operand>: the offsets of row `r` of the reduced elements."""
     lines = ["for r in range(rows):", "    q = r"]
     lines += [f"    c_{op.name} = b_{op.name}" for _, op in operands]
     lines += ["    for d in range(n_reduce - 2, -1, -1):",
@@ -304,7 +388,22 @@ def _pass(source: _Source, body: list[str], writes: bool = False,
               "        i = q % size",
               "        q //= size"]
     lines += [f"        c_{op.name} += i * strides[{k}, n_outer + d]" for k, op in operands]
-    element = (source.prologue_body() if prologue else []) + body
+    return lines
+
+
+def _pass(source: _Source, step: _Step) -> list[str]:
+    """A loop over the reduced elements of output element `o`: the prologue's `v` at each
+    (unless `step.prologue` is False), then the step's lines.
+
+    Rows are walked in blocks of BLOCK elements; with `step.partial` = (name, dtype,
+    total), `name` is a per-block partial sum of that dtype, set to 0 before each block
+    and added to `total` (float64) after it, so a float32 partial's error stays that of
+    BLOCK elements (blocked summation).
+    """
+    operands = _pass_operands(source, step)
+    lines = _row_offsets(operands)
+    element = (source.prologue_body() if step.prologue else []) + step.lines
+    partial = step.partial
     start = [] if partial is None else [f"{partial[0]} = {partial[1]}(0.0)"]
     flush = [] if partial is None else [f"{partial[2]} += np.float64({partial[0]})"]
     lines += ["    for j0 in range(0, m, BLOCK):",
@@ -314,16 +413,41 @@ def _pass(source: _Source, body: list[str], writes: bool = False,
               for _, op in operands]
     lines += [f"            {line}" for line in start]
     lines.append("            for j in range(n_j):")
-    dense = {op.name: f"row_{op.name}[j]" for _, op in operands}
+    dense = {op.name: f"row_{op.name}[j]" for _, op in operands} | {"index": "r * m + j0 + j"}
     lines += [f"                {_fill(line, dense)}" for line in element]
     lines += [f"            {line}" for line in flush]
     lines.append("        else:")
     lines += [f"            {line}" for line in start]
     lines.append("            for j in range(n_j):")
     strided = {op.name: f"{op.name}[c_{op.name} + (j0 + j) * s_{op.name}]"
-               for _, op in operands}
+               for _, op in operands} | {"index": "r * m + j0 + j"}
     lines += [f"                {_fill(line, strided)}" for line in element]
     lines += [f"            {line}" for line in flush]
+    return lines
+
+
+def _column_pass(source: _Source, step: _Step, per_column: Any) -> list[str]:
+    """The column variant of `_pass`: for each reduced element, a loop over the nk
+    columns (contiguous when `dense`), updating per-column state; a partial sum goes
+    straight into its float64 total."""
+    operands = _pass_operands(source, step)
+    element = (source.prologue_body() if step.prologue else []) + step.lines
+    if step.partial is not None:
+        name, _, total = step.partial
+        element = [re.sub(rf"\b{name}\b", total, line) for line in element]
+    lines = _row_offsets(operands)
+    lines.append("    for jj in range(m):")
+    lines += [f"        e_{op.name} = c_{op.name} + jj * s_{op.name}" for _, op in operands]
+    lines.append("        if dense:")
+    lines += [f"            row_{op.name} = {op.name}[e_{op.name}:e_{op.name} + nk]"
+              for _, op in operands]
+    lines.append("            for k in range(nk):")
+    dense = {op.name: f"row_{op.name}[k]" for _, op in operands} | {"index": "r * m + jj"}
+    lines += [f"                {per_column(_fill(line, dense))}" for line in element]
+    lines += ["        else:", "            for k in range(nk):"]
+    strided = {op.name: f"{op.name}[e_{op.name} + k * t_{op.name}]"
+               for _, op in operands} | {"index": "r * m + jj"}
+    lines += [f"                {per_column(_fill(line, strided))}" for line in element]
     return lines
 
 
@@ -332,10 +456,9 @@ def _fill(line: str, access: dict[str, str]) -> str:
     return line.format_map(access)
 
 
-def _reduced_writes(source: _Source, results: dict[Node, str]) -> list[str]:
-    access = {op.name: f"{op.name}[b_{op.name}]" for op in source.strided
-              if op.space == "reduced"}
-    return [_fill(line, access) for line in source.epilogue_body(results, "reduced")]
+def _writes(source: _Source, results: dict[Node, str]) -> list[str]:
+    """The epilogue and output writes of a reducing kind (reduced-space placeholders)."""
+    return source.epilogue_body(results, "reduced")
 
 
 def _typed(source: _Source) -> str:
@@ -347,7 +470,11 @@ def _math(source: _Source, name: str, argument: str) -> str:
     return f"mathlib.{name}_{suffix}({_typed(source)}({argument}))"
 
 
-def _max_pass(source: _Source, smallest: bool = False) -> list[str]:
+def _code(*lines: str) -> _Step:
+    return _Step(list(lines))
+
+
+def _max_steps(source: _Source, smallest: bool = False) -> list[_Step]:
     """`mx`: the NaN-propagating max (min) of v over the slice.
 
     `max` and a separate NaN flag vectorize (a select on `v > mx or v != v` does not:
@@ -355,103 +482,109 @@ def _max_pass(source: _Source, smallest: bool = False) -> list[str]:
     """
     t = _typed(source)
     fn, start = ("min", "np.inf") if smallest else ("max", "-np.inf")
-    return [f"mx = {t}({start})", "nan = False",
-            *_pass(source, [f"mx = {fn}(mx, v)", "nan |= v != v"]),
-            "if nan:", f"    mx = {t}(np.nan)"]
+    return [_code(f"mx = {t}({start})", "has_nan = False"),
+            _Step([f"mx = {fn}(mx, v)", "has_nan |= v != v"], is_pass=True),
+            _code("if has_nan:", f"    mx = {t}(np.nan)")]
 
 
-def _sum_pass(source: _Source, total: str = "acc", term: str = "v",
-              partial: str = "np.float64") -> list[str]:
-    """`total`: the float64 sum of `term` over the slice, from per-block partial sums of
+def _max_state(source: _Source) -> list[tuple[str, str]]:
+    return [("mx", _typed(source)), ("has_nan", "np.bool_")]
+
+
+def _sum_steps(term: str = "v", partial: str = "np.float64") -> list[_Step]:
+    """`acc`: the float64 sum of `term` over the slice, from per-block partial sums of
     dtype `partial` (float64 for user-visible sums; the input dtype for sums of exp, whose
     terms lie in [0, 1], as eager's own float32 sums)."""
-    return [f"{total} = np.float64(0.0)",
-            *_pass(source, [f"part += {partial}({term})"], partial=("part", partial, total))]
+    return [_code("acc = np.float64(0.0)"),
+            _Step([f"part += {partial}({term})"], is_pass=True, partial=("part", partial, "acc"))]
 
 
-def _squares_pass(source: _Source) -> list[str]:
+def _squares_steps() -> list[_Step]:
     """`mean` and `sq` (the sum of squared deviations from it), in float64: two passes."""
-    return [*_sum_pass(source), "mean = acc / count", "sq = np.float64(0.0)",
-            *_pass(source, ["dev = np.float64(v) - mean", "sq += dev * dev"])]
+    return [*_sum_steps(), _code("mean = acc / count", "sq = np.float64(0.0)"),
+            _Step(["dev = np.float64(v) - mean", "sq += dev * dev"], is_pass=True)]
 
 
-def _sum_kind(source: _Source) -> list[str]:
-    return [*_sum_pass(source), f"res = {_typed(source)}(acc)",
-            *_reduced_writes(source, {source.reduction: "res"})]
+_SQUARES_STATE = [("acc", "np.float64"), ("mean", "np.float64"), ("sq", "np.float64")]
 
 
-def _mean_kind(source: _Source) -> list[str]:
-    return [*_sum_pass(source), f"res = {_typed(source)}(acc / count)",
-            *_reduced_writes(source, {source.reduction: "res"})]
+def _sum_kind(source: _Source) -> _Program:
+    t = _typed(source)
+    value = "acc" if source.spec.kind == "sum" else "acc / count"
+    return _Program([("acc", "np.float64")], [
+        *_sum_steps(), _code(f"res = {t}({value})", *_writes(source, {source.reduction: "res"}))])
 
 
-def _var_kind(source: _Source) -> list[str]:
+def _var_kind(source: _Source) -> _Program:
     value = "sq / scalars[1]"
     if source.spec.kind == "std":
         value = f"math.sqrt({value})"
-    return [*_squares_pass(source), f"res = {_typed(source)}({value})",
-            *_reduced_writes(source, {source.reduction: "res"})]
+    return _Program(_SQUARES_STATE, [
+        *_squares_steps(),
+        _code(f"res = {_typed(source)}({value})", *_writes(source, {source.reduction: "res"}))])
 
 
-def _extremum_kind(source: _Source) -> list[str]:
-    return [*_max_pass(source, source.spec.kind == "amin"), "res = mx",
-            *_reduced_writes(source, {source.reduction: "res"})]
+def _extremum_kind(source: _Source) -> _Program:
+    return _Program(_max_state(source), [
+        *_max_steps(source, source.spec.kind == "amin"),
+        _code(*_writes(source, {source.reduction: "mx"}))])
 
 
-def _arg_kind(source: _Source) -> list[str]:
+def _arg_kind(source: _Source) -> _Program:
     t = _typed(source)
     smallest = source.spec.kind == "argmin"
     compare = "<" if smallest else ">"
-    body = [f"if v {compare} mx or (v != v and mx == mx):", "    mx = v",
-            "    ix = r * m + j0 + j"]
     results = {source.reduction: "ix"}
     if source.spec.companion is not None:
         results[source.spec.companion] = "mx"
-    return [f"mx = {t}({'np.inf' if smallest else '-np.inf'})", "ix = np.int64(0)",
-            *_pass(source, body), *_reduced_writes(source, results)]
+    return _Program([("mx", t), ("ix", "np.int64")], [
+        _code(f"mx = {t}({'np.inf' if smallest else '-np.inf'})", "ix = np.int64(0)"),
+        _Step([f"if v {compare} mx or (v != v and mx == mx):", "    mx = v",
+               "    ix = {index}"], is_pass=True),
+        _code(*_writes(source, results))])
 
 
-def _logsumexp_kind(source: _Source) -> list[str]:
+def _logsumexp_kind(source: _Source) -> _Program:
     t = _typed(source)
-    return [*_max_pass(source),
-            f"shift = mx if (mx == mx and abs(mx) != np.inf) else {t}(0.0)",
-            *_sum_pass(source, "acc", _math(source, "exp", "v - shift"), t),
-            f"res = {t}(math.log(acc) + np.float64(shift))",
-            *_reduced_writes(source, {source.reduction: "res"})]
+    return _Program([*_max_state(source), ("shift", t), ("acc", "np.float64")], [
+        *_max_steps(source),
+        _code(f"shift = mx if (mx == mx and abs(mx) != np.inf) else {t}(0.0)"),
+        *_sum_steps(_math(source, "exp", "v - shift"), t),
+        _code(f"res = {t}(math.log(acc) + np.float64(shift))",
+              *_writes(source, {source.reduction: "res"}))])
 
 
-def _normalizing_pass(source: _Source, value: list[str]) -> list[str]:
-    """The write pass of softmax/log_softmax/layer_norm: `value` computes `y` from `v`."""
-    full = {op.name: f"{{{op.name}}}" for op in source.strided}
+def _normalizing_pass(source: _Source, value: list[str], prologue: bool = True) -> _Step:
+    """The write pass of softmax/log_softmax/layer_norm: `value` computes `y`."""
+    full = {op.name: f"{{{op.name}}}" for op in source.strided} | {"index": "{index}"}
     epilogue = source.epilogue_body({source.reduction: "y"}, "full")
-    return _pass(source, value + [_fill(line, full) for line in epilogue], writes=True)
+    return _Step(value + [_fill(line, full) for line in epilogue], is_pass=True, writes=True,
+                 prologue=prologue)
 
 
-def _softmax_kind(source: _Source) -> list[str]:
+def _softmax_kind(source: _Source) -> _Program:
     """Three passes: the max; exp(v - max) summed and stored in the first output; the
     stored values scaled in place (one exp per element), then the epilogue."""
     t = _typed(source)
     first = next(op for op in source.strided if op.name.startswith("out"))
     exp = _math(source, "exp", "v - mx")
-    store = _pass(source, [f"e = {exp}", "part += e", f"{{{first.name}}} = e"], writes=True,
-                  partial=("part", t, "acc"))
-    full = {op.name: f"{{{op.name}}}" for op in source.strided}
-    epilogue = source.epilogue_body({source.reduction: "y"}, "full")
-    scale = _pass(source, [f"y = {{{first.name}}} * scale",
-                           *(_fill(line, full) for line in epilogue)],
-                  writes=True, prologue=False)
-    return [*_max_pass(source), "acc = np.float64(0.0)", *store,
-            f"scale = {t}(1.0 / acc)", *scale]
+    store = _Step([f"e = {exp}", "part += e", f"{{{first.name}}} = e"], is_pass=True,
+                  writes=True, partial=("part", t, "acc"))
+    return _Program([*_max_state(source), ("acc", "np.float64"), ("scale", t)], [
+        *_max_steps(source), _code("acc = np.float64(0.0)"), store,
+        _code(f"scale = {t}(1.0 / acc)"),
+        _normalizing_pass(source, [f"y = {{{first.name}}} * scale"], prologue=False)])
 
 
-def _log_softmax_kind(source: _Source) -> list[str]:
+def _log_softmax_kind(source: _Source) -> _Program:
     t = _typed(source)
-    return [*_max_pass(source), *_sum_pass(source, "acc", _math(source, "exp", "v - mx"), t),
-            f"lse = {t}(math.log(acc))",
-            *_normalizing_pass(source, ["y = _sub_exact(_sub_exact(v, mx), lse)"])]
+    return _Program([*_max_state(source), ("acc", "np.float64"), ("lse", t)], [
+        *_max_steps(source), *_sum_steps(_math(source, "exp", "v - mx"), t),
+        _code(f"lse = {t}(math.log(acc))"),
+        _normalizing_pass(source, ["y = _sub_exact(_sub_exact(v, mx), lse)"])])
 
 
-def _layer_norm_kind(source: _Source) -> list[str]:
+def _layer_norm_kind(source: _Source) -> _Program:
     t = _typed(source)
     value = ["y = (v - mean_t) * rstd_t"]
     weight, bias = source.reduction.args[1:]
@@ -459,20 +592,20 @@ def _layer_norm_kind(source: _Source) -> list[str]:
         if arg is not None:
             operand = source._inputs[(arg, "full", source.shape)]
             value.append(f"y = y {symbol} {{{operand.name}}}")
-    return [*_squares_pass(source), f"mean_t = {t}(mean)",
-            f"rstd_t = {t}(1.0 / math.sqrt(sq / count + scalars[1]))",
-            *_normalizing_pass(source, value)]
+    return _Program([*_SQUARES_STATE, ("mean_t", t), ("rstd_t", t)], [
+        *_squares_steps(),
+        _code(f"mean_t = {t}(mean)", f"rstd_t = {t}(1.0 / math.sqrt(sq / count + scalars[1]))"),
+        _normalizing_pass(source, value)])
 
 
-def _cross_entropy_kind(source: _Source) -> list[str]:
+def _cross_entropy_kind(source: _Source) -> _Program:
+    """Row variant only: the picked logit is read at the label's offset in the row."""
     t = _typed(source)
     full = [op for op in source.strided if op.space == "full"]
     target = source._inputs[(source.reduction.args[1], "reduced", (source.shape[0],))]
     picked = {op.name: f"{op.name}[b_{op.name} + label * s_{op.name}]" for op in full}
     weight = "table0[label]" if source.reduction.args[2] is not None else f"{t}(1.0)"
-    lines = [*_max_pass(source), *_sum_pass(source, "acc", _math(source, "exp", "v - mx"), t),
-             f"lse = {t}(math.log(acc))",
-             f"label = {target.name}[b_{target.name}]",
+    final = [f"label = {{{target.name}}}",
              f"loss = {t}(0.0)",
              f"w = {t}(0.0)",
              "if label != np.int64(scalars[1]):",
@@ -480,12 +613,13 @@ def _cross_entropy_kind(source: _Source) -> list[str]:
              "        bad[0] = 1",
              "        bad[1] = label",
              "    else:"]
-    lines += [f"        {_fill(line, picked)}" for line in source.prologue_body()]
-    lines += [f"        w = {weight}",
+    final += [f"        {_fill(line, picked)}" for line in source.prologue_body()]
+    final += [f"        w = {weight}",
               "        loss = -_sub_exact(_sub_exact(v, mx), lse) * w",
-              "out0[b_out0] = loss",
-              "out1[b_out1] = w"]
-    return lines
+              "{out0} = loss",
+              "{out1} = w"]
+    return _Program([], [*_max_steps(source), *_sum_steps(_math(source, "exp", "v - mx"), t),
+                         _code(f"lse = {t}(math.log(acc))"), _code(*final)], columns=False)
 
 
 def _cross_entropy_total(source: _Source) -> list[str]:
@@ -500,7 +634,7 @@ def _cross_entropy_total(source: _Source) -> list[str]:
             f"        total[0] = {t}(loss_sum if mode == 1 else loss_sum / weight_sum)"]
 
 
-_KINDS = {"sum": _sum_kind, "mean": _mean_kind, "var": _var_kind, "std": _var_kind,
+_KINDS = {"sum": _sum_kind, "mean": _sum_kind, "var": _var_kind, "std": _var_kind,
           "amax": _extremum_kind, "amin": _extremum_kind, "argmax": _arg_kind,
           "argmin": _arg_kind, "logsumexp": _logsumexp_kind, "softmax": _softmax_kind,
           "log_softmax": _log_softmax_kind, "layer_norm": _layer_norm_kind,
@@ -528,15 +662,27 @@ class ReductionKernel:
         if _LOG.isEnabledFor(logging.INFO):
             _LOG.info("%s (%s)\n%s", self.name, self.path, self.source)
         module = cache.load_kernel_module(self.path)
-        self._serial = module.kernel
-        self._parallel = module.kernel_parallel
+        self._kernels = {(False, False): module.kernel, (False, True): module.kernel_parallel}
+        if hasattr(module, "kernel_columns"):
+            self._kernels[True, False] = module.kernel_columns
+            self._kernels[True, True] = module.kernel_columns_parallel
         self._threads = module.THREADS
-        self._group_inputs = list(group.inputs)
-        self._outputs = list(group.outputs)
         self._numel = math.prod(self.shape)
         self._count = math.prod(self.shape[d] for d in self.spec.dims)
         self._kept = [d for d in range(len(self.shape)) if d not in self.spec.dims]
+        self._n_output = math.prod(self.shape[d] for d in self._kept)
         self._scalars = self._scalar_params(group.reduction)
+        # where each kernel argument comes from: (is an output, index among outputs/inputs)
+        position = {node: i for i, node in enumerate(group.inputs)}
+        outputs = [op for op in self._source.strided if op.name.startswith("out")]
+        out_dtype = self._source.dtype if self.spec.kind == "cross_entropy" else None
+        self._out_specs = [(op.shape, out_dtype or op.node.meta["val"].dtype.np)
+                           for op in outputs]
+        self._slots = [(True, outputs.index(op)) if op in outputs else (False, position[op.node])
+                       for op in self._source.strided]
+        self._tables = [position[op.node] for op in self._source.operands
+                        if op.space == "table"]
+        self._plans: dict[tuple, tuple] = {}
 
     def _scalar_params(self, node: Node) -> np.ndarray:
         kind, params = self.spec.kind, node.kwargs
@@ -552,56 +698,43 @@ class ReductionKernel:
         return np.array([float(self._count), *extra], dtype=np.float64)
 
     def __call__(self, *values: Any) -> Any:
-        by_node = {node: (v._data if isinstance(v, Tensor) else np.asarray(v))
-                   for node, v in zip(self._group_inputs, values, strict=True)}
-        source = self._source
-        cross_entropy = self.spec.kind == "cross_entropy"
-        outs = {}
-        for op in source.strided:
-            if op.name.startswith("out"):
-                outs[op.name] = np.empty(op.shape, self._out_dtype(op))
-        arrays = [outs[op.name] if op.name in outs else by_node[op.node]
-                  for op in source.strided]
-        extra = []
-        if cross_entropy:
-            weight = source.reduction.args[2]
-            if weight is not None:
-                extra.append(np.ascontiguousarray(by_node[weight]).reshape(-1))
-            total, bad = np.zeros(1, source.dtype), np.zeros(2, np.int64)
-            extra += [total, bad]
-        n_output = math.prod(self.shape[d] for d in self._kept)
-        if n_output:
-            self._launch(source.strided, arrays, extra)
-        if cross_entropy:
-            return self._cross_entropy_result(outs["out0"], extra[-2], extra[-1])
-        results = [Tensor._make(outs[op.name]) for op in source.strided
-                   if op.name.startswith("out")]
-        return results[0] if len(results) == 1 else tuple(results)
-
-    def _out_dtype(self, op: _Operand) -> np.dtype:
+        inputs = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in values]
+        outs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        arrays = [outs[i] if is_out else inputs[i] for is_out, i in self._slots]
+        extra = [np.ascontiguousarray(inputs[i]).reshape(-1) for i in self._tables]
         if self.spec.kind == "cross_entropy":
-            return self._source.dtype
-        return op.node.meta["val"].dtype.np
+            extra += [np.zeros(1, self._source.dtype), np.zeros(2, np.int64)]
+        if self._n_output:
+            self._launch(arrays, extra)
+        if self.spec.kind == "cross_entropy":
+            return self._cross_entropy_result(outs[0], extra[-2], extra[-1])
+        results = [Tensor._make(out) for out in outs]
+        return results[0] if len(results) == 1 else tuple(results)
 
     def _cross_entropy_result(self, rows: np.ndarray, total: np.ndarray,
                               bad: np.ndarray) -> Tensor:
         if bad[0]:
             raise IndexError(f"Target {int(bad[1])} is out of bounds.")
-        if self.reduction_mode == "none":
+        if self._source.reduction.kwargs["reduction"] == "none":
             return Tensor._make(rows)
         return Tensor._make(total.reshape(()))
 
-    @property
-    def reduction_mode(self) -> str:
-        """cross-entropy's reduction ("none", "sum" or "mean")."""
-        return self._source.reduction.kwargs["reduction"]
+    def _launch(self, arrays: list[np.ndarray], extra: list[np.ndarray]) -> None:
+        key = tuple((a.shape, a.strides) for a in arrays)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(arrays)
+        *layout, variant = plan
+        flats = [a.reshape(-1) if a.flags.c_contiguous else flat_view(a, a.shape)[0]
+                 for a in arrays]
+        self._kernels[variant](*layout, self._scalars, *flats, *extra)
 
-    def _launch(self, operands: list[_Operand], arrays: list[np.ndarray],
-                extra: list[np.ndarray]) -> None:
-        flats, offsets, steps = [], [], []
-        for op, array in zip(operands, arrays, strict=True):
-            flat, offset, step = self._layout(op, array)
-            flats.append(flat)
+    def _plan(self, arrays: list[np.ndarray]) -> tuple:
+        """(outer_sizes, reduce_sizes, strides, offsets, (columns, parallel)) for arrays of
+        these shapes and strides (see the kernel signature in `lower_reduction_group`)."""
+        offsets, steps = [], []
+        for op, array in zip(self._source.strided, arrays, strict=True):
+            _, offset, step = self._layout(op, array)
             offsets.append(offset)
             steps.append(step)
         kept, dims = self._kept, self.spec.dims
@@ -610,11 +743,15 @@ class ReductionKernel:
         reduce_sizes, reduced = coalesce(tuple(self.shape[d] for d in dims),
                                          [[s[d] for d in dims] for s in steps])
         strides = np.array([o + r for o, r in zip(outer, reduced, strict=True)], np.int64)
-        args = (np.array(outer_sizes, np.int64), np.array(reduce_sizes, np.int64), strides,
-                np.array(offsets, np.int64), self._scalars, *flats, *extra)
-        parallel = (self._numel >= PARALLEL_THRESHOLD and self._threads > 1
-                    and math.prod(outer_sizes) > 1)
-        (self._parallel if parallel else self._serial)(*args)
+        # the column variant when rows are strided but columns are contiguous (x.sum(0))
+        full = [k for k, op in enumerate(self._source.strided) if op.space == "full"]
+        columns = ((True, False) in self._kernels and outer_sizes[-1] > 1
+                   and not all(reduced[k][-1] == 1 for k in full)
+                   and all(outer[k][-1] == 1 for k in full))
+        tasks = math.prod(outer_sizes) // (outer_sizes[-1] if columns else 1)
+        parallel = self._numel >= PARALLEL_THRESHOLD and self._threads > 1 and tasks > 1
+        return (np.array(outer_sizes, np.int64), np.array(reduce_sizes, np.int64), strides,
+                np.array(offsets, np.int64), (columns, parallel))
 
     def _layout(self, op: _Operand, array: np.ndarray) -> tuple[np.ndarray, int, list[int]]:
         """flat_view of `array` with its strides over the iteration shape S."""

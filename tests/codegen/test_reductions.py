@@ -5,7 +5,8 @@ Tolerances: float32 within rtol 1e-5 / atol 1e-6 of eager (the kernels accumulat
 in float64 where eager sums float32 pairwise, and softmax multiplies by 1/sum where
 eager divides), float64 within rtol 1e-12 / atol 1e-13; indices exactly. NaN where eager
 has NaN. One compiled kernel serves every dims/keepdim/layout variant of a kind and
-dtype (Note [Reduction kernels]), so these tests compile about two kernels per kind.
+dtype (Note [Reduction kernels]), so these tests compile about two kernels per kind; each
+kind also reduces a leading dim of a contiguous input (the column variant).
 """
 
 import numpy as np
@@ -55,17 +56,19 @@ def layouts(dtype):
 
 REDUCTIONS = {
     "sum": [lambda x: x.sum(1), lambda x: x.sum((0, 2), keepdim=True), lambda x: x.sum(),
-            lambda x: x.sum(-1)],
+            lambda x: x.sum(-1), lambda x: x.sum(0)],
     "mean": [lambda x: x.mean(0), lambda x: x.mean((1, 2)), lambda x: x.mean(keepdim=True)],
-    "amax": [lambda x: x.amax(1), lambda x: x.amax((0, 2), keepdim=True), lambda x: x.max()],
-    "amin": [lambda x: x.amin(2), lambda x: x.min()],
+    "amax": [lambda x: x.amax(1), lambda x: x.amax((0, 2), keepdim=True), lambda x: x.max(),
+             lambda x: x.amax(0)],
+    "amin": [lambda x: x.amin(2), lambda x: x.min(), lambda x: x.amin((0, 1))],
     "var": [lambda x: x.var(1), lambda x: x.var((0, 2), correction=0, keepdim=True),
-            lambda x: x.var()],
+            lambda x: x.var(), lambda x: x.var(0)],
     "std": [lambda x: x.std(0), lambda x: x.std(2, correction=2)],
-    "logsumexp": [lambda x: x.logsumexp(1), lambda x: x.logsumexp((0, 2), keepdim=True)],
+    "logsumexp": [lambda x: x.logsumexp(1), lambda x: x.logsumexp((0, 2), keepdim=True),
+                  lambda x: x.logsumexp(0)],
     "max_dim": [lambda x: tuple(x.max(1)), lambda x: tuple(x.max(0, keepdim=True)),
                 lambda x: x.argmax(2)],
-    "min_dim": [lambda x: tuple(x.min(-1)), lambda x: x.argmin()],
+    "min_dim": [lambda x: tuple(x.min(-1)), lambda x: x.argmin(), lambda x: x.argmin(0)],
     "softmax": [lambda x: x.softmax(0), lambda x: x.softmax(1), lambda x: x.softmax(-1)],
     "log_softmax": [lambda x: x.log_softmax(0), lambda x: x.log_softmax(2)],
     "layer_norm": [lambda x: F.layer_norm(x, (5,)), lambda x: F.layer_norm(x, (4, 5))],
@@ -189,13 +192,14 @@ def test_prange_twin_above_the_parallel_threshold(monkeypatch):
     x = jg.tensor(rng.standard_normal((8, 16)).astype(np.float32) * 10)
 
     def fn(x):
-        return x.var(1), x.softmax(0)
+        return x.var(1), x.reshape(2, 4, 16).softmax(1)
 
     compiled, produced = compile_numba(fn)
     assert_matches(compiled(x), fn(x), np.float32)
     kernels = [k for c in produced for k in c.kernels]
-    if kernels[0]._threads > 1:
-        assert all(k._parallel.signatures for k in kernels)
+    if kernels[0]._threads > 1:  # var(1): rows; softmax(1) of (2, 4, 16): columns
+        assert kernels[0]._kernels[False, True].signatures
+        assert kernels[1]._kernels[True, True].signatures
 
 
 def test_explain_and_output_code_show_reduction_kernels(caplog):
@@ -210,3 +214,16 @@ def test_explain_and_output_code_show_reduction_kernels(caplog):
     assert "#   %mul = mul(%x, 2.0)  f32[4, 6]  test_reductions.py:" in caplog.text
     np.testing.assert_allclose(report.result.numpy(), np.full((4, 6), 1 / 6), rtol=1e-6)
     jg.reset()
+
+
+def test_leading_dims_reduce_in_the_column_variant():
+    rng = np.random.default_rng(6)
+    x = jg.tensor(rng.standard_normal((6, 32)).astype(np.float32))
+
+    def fn(x):
+        return x.sum(0), x.softmax(0), x.t().var(1)
+
+    compiled, produced = compile_numba(fn)
+    assert_matches(compiled(x), fn(x), np.float32)
+    kernels = [k for c in produced for k in c.kernels]
+    assert len(kernels) == 3 and all(k._kernels[True, False].signatures for k in kernels)
