@@ -563,17 +563,24 @@ def _normalizing_pass(source: _Source, value: list[str], prologue: bool = True) 
 
 
 def _softmax_kind(source: _Source) -> _Program:
-    """Three passes: the max; exp(v - max) summed and stored in the first output; the
-    stored values scaled in place (one exp per element), then the epilogue."""
+    """Three passes: the max; exp(v - max) summed and stored in the first output of the
+    input's dtype; the stored values scaled in place (one exp per element), then the
+    epilogue. Without such an output (only, say, a bool epilogue is written), the last
+    pass recomputes exp(v - max)."""
     t = _typed(source)
-    first = next(op for op in source.strided if op.name.startswith("out"))
     exp = _math(source, "exp", "v - mx")
-    store = _Step([f"e = {exp}", "part += e", f"{{{first.name}}} = e"], is_pass=True,
-                  writes=True, partial=("part", t, "acc"))
+    first = next((op for op in source.strided if op.name.startswith("out")
+                  and op.node.meta["val"].dtype.np == source.dtype), None)
+    if first is None:
+        store = _Step([f"part += {exp}"], is_pass=True, partial=("part", t, "acc"))
+        write = _normalizing_pass(source, [f"y = {exp} * scale"])
+    else:
+        store = _Step([f"e = {exp}", "part += e", f"{{{first.name}}} = e"], is_pass=True,
+                      writes=True, partial=("part", t, "acc"))
+        write = _normalizing_pass(source, [f"y = {{{first.name}}} * scale"], prologue=False)
     return _Program([*_max_state(source), ("acc", "np.float64"), ("scale", t)], [
         *_max_steps(source), _code("acc = np.float64(0.0)"), store,
-        _code(f"scale = {t}(1.0 / acc)"),
-        _normalizing_pass(source, [f"y = {{{first.name}}} * scale"], prologue=False)])
+        _code(f"scale = {t}(1.0 / acc)"), write])
 
 
 def _log_softmax_kind(source: _Source) -> _Program:

@@ -227,3 +227,15 @@ def test_leading_dims_reduce_in_the_column_variant():
     assert_matches(compiled(x), fn(x), np.float32)
     kernels = [k for c in produced for k in c.kernels]
     assert len(kernels) == 3 and all(k._kernels[True, False].signatures for k in kernels)
+
+
+def test_a_softmax_read_only_by_a_comparison():
+    x = jg.tensor(np.random.default_rng(7).standard_normal((5, 8)).astype(np.float32))
+
+    def fn(x):
+        return x.softmax(1) > 0.125
+
+    compiled, produced = compile_numba(fn)
+    assert_matches(compiled(x), fn(x), np.float32)
+    (group,) = reduction_groups(produced)
+    assert [n.target.name for n in group.outputs] == ["gt"]
