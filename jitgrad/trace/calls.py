@@ -217,13 +217,17 @@ def getitem(tx: Any, container: Var, index: Var) -> Var:
 
 
 def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
+    if isinstance(container, TensorVar):  # functionalized: FakeTensor.__setitem__
+        run_real(tx, operator.setitem, [container.fake, to_python(tx, index),
+                                        to_python(tx, value)], {})
+        return
     if isinstance(container, (ListVar, DictVar)):
         container.items[constant(tx, index)] = value
         if container.source is not None:
             tx.ctx.side_effects.mutated(container)
         return
-    raise Unsupported("SIDE_EFFECT", "item assignment into a tensor or an object from outside "
-                      "the compiled function", "build a new value and return it")
+    raise Unsupported("SIDE_EFFECT", "item assignment into an object from outside the compiled "
+                      "function", "build a new value and return it")
 
 
 # ----- attributes -------------------------------------------------------------------------

@@ -30,7 +30,8 @@ Refused, so the instruction runs eagerly at a graph break (or raises eager's err
 - a tensor the trace reached without a source (a constant from outside): `INPLACE_ON_CONSTANT`;
 - an input sharing memory with another input (checked when the trace ends, not guarded
   on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
-- `x[i] = v`, whose write into part of a tensor is a view write (translator: SIDE_EFFECT).
+- `x[i] = v` with an index mixing slices and index tensors: `UNSUPPORTED_INDEX` (other
+  indices record `index_put`).
 Tensors made inside the graph may be written in place freely, with or without grad.
 """
 
@@ -45,7 +46,8 @@ import numpy as np
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.ops import inplace
 from jitgrad.eager.ops._binary import broadcast_error
-from jitgrad.eager.ops.indexing import scalar_type_name
+from jitgrad.eager.ops.index_parsing import parse_index
+from jitgrad.eager.ops.indexing import INDEX_PUT, put, scalar_type_name
 from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
 from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor
@@ -223,6 +225,18 @@ class FakeTensor(Tensor):
 
     def zero_(self) -> FakeTensor:
         return self.fill_(0)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """`x[index] = value` as `x = index_put(x, index, value)` (value cast to x's dtype)."""
+        basic, advanced = parse_index(self._data.shape, index)
+        if basic is not None and advanced is not None:
+            raise Unsupported("UNSUPPORTED_INDEX", "`x[i] = v` on a traced tensor with an "
+                              "index mixing slices and index tensors",
+                              "it runs eagerly; index in two steps to keep it in the graph")
+        if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
+            value = value.to(self.dtype)
+        written = put(INDEX_PUT, self, basic if advanced is None else advanced, value, False)
+        _write(self, written, "`x[i] = v`", check_dtype=False)
 
     def item(self) -> Any:
         raise DataDependentError("Tensor.item()")

@@ -391,3 +391,53 @@ def test_global_and_closure_tensors_are_written_back():
     np.testing.assert_array_equal(COUNTS.numpy(), start + 2)
     np.testing.assert_array_equal(out.numpy(), [2.0, 2.0, 2.0])
     assert total._version == 2
+
+
+def test_item_assignment_records_index_put_with_gradients():
+    def f(x):
+        y = x * 2
+        y[0] = 0
+        y[:, 1] = x[:, 0]
+        y[[0, 2]] += 1.5
+        y[1, 1:3] = jg.tensor([3, 4])  # int values are cast, as eager's copy
+        return (y * y).sum(), y
+
+    x, x_ref = pair(data(40, shape=(3, 4)), requires_grad=True)
+    with watch() as report:
+        loss, y = compile_eager(f)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert "call_function[index_put]" in str(report.graphs[0])
+    loss_ref, y_ref = f(x_ref)
+    # a tensor made in the graph comes out new (version 0), not written four times
+    np.testing.assert_array_equal(y.detach().numpy(), y_ref.detach().numpy())
+    loss.backward()
+    loss_ref.backward()
+    np.testing.assert_allclose(x.grad.numpy(), x_ref.grad.numpy(), rtol=1e-6)
+
+
+def test_item_assignment_into_an_input_under_no_grad_is_written_back():
+    def f(x, row):
+        with jg.no_grad():
+            x[1:] = 0
+            x[0, :2] = row
+        return x
+
+    x, x_ref = pair(data(41))
+    row = jg.tensor(data(42, shape=(2,), dtype=np.float64))
+    with watch() as report:
+        assert compile_eager(f)(x, row) is x
+    assert report.graph_break_count == 0
+    assert_same_tensor(x, f(x_ref, row))
+
+
+def test_item_assignment_through_a_mask_breaks_with_eager_values():
+    def f(x):
+        y = x * 2
+        y[y > 0] = 0.0  # the positions depend on the values
+        return y + 1
+
+    x = jg.tensor(data(43))
+    with watch() as report:
+        out = compile_eager(f)(x)
+    assert [r.kind for r in report.break_reasons] == ["TENSOR_TO_PYTHON"]
+    assert_same_tensor(out, f(x))
