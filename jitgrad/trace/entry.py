@@ -8,7 +8,9 @@ compiles the graph with the backend, and adds an entry.
 
 An entry's runner is generated Python with the user function's own signature:
     def __jg_run_f(x, scale=2):
-        __out = __graph(x, self.w)        # graph inputs read through their sources
+        __i1 = self.w                     # graph inputs read once, through their sources
+        __out = __graph(x, __i1)
+        __write_back(x, __out[1], 1)      # x.add_(...) in f: the new value copied into x
         return (__out[0], scale)          # the returned structure, rebuilt
 so the compiled path costs one guard call plus one runner call.
 
