@@ -248,6 +248,12 @@ UNSUPPORTED = [
     ("torch.nn.functional.max_pool2d(torch.ones(1, 1, 4, 4), 2, return_indices=True)",
      NotImplementedError, r"return_indices=True is not implemented"),
     ("torch.fft.rfft", AttributeError, r"jitgrad does not implement torch\.fft"),
+    ("torch.cuda.synchronize()", RuntimeError, r"CPU only"),
+    ("torch.amp.GradScaler('cpu')", RuntimeError, r"no mixed precision.*enabled=False"),
+    ("torch.nn.Embedding(3, 2, sparse=True)(torch.tensor([1]))", NotImplementedError,
+     r"sparse=True"),
+    ("torch.nn.functional.conv2d(torch.ones(1, 2, 4, 4), torch.ones(2, 1, 3, 3), groups=2)",
+     NotImplementedError, r"groups=2 is not implemented"),
 ]
 
 
