@@ -20,7 +20,7 @@ from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled
 from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
-from jitgrad.trace.sources import AttrSource, ItemSource, TypeSource
+from jitgrad.trace.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
 from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
@@ -38,6 +38,8 @@ from jitgrad.trace.variables import (
 )
 
 _GRAD_MODE_MANAGERS = {grad_mode.no_grad: False, grad_mode.enable_grad: True}
+# the code of every function made by `@no_grad()` / `@enable_grad()` used as a decorator
+_GRAD_MODE_WRAPPER_CODE = grad_mode.no_grad()(lambda: None).__code__
 
 # Python operators that int64/float64 tensors compute exactly as Python numbers do, so
 # arithmetic on unspecialized numbers can stay in the graph (true division of ints would
@@ -310,6 +312,9 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
             tx.ctx.guard_identity(fn)
         return tx.ctx.opaque_call(value, [to_python(tx, a) for a in args],
                                   {k: to_python(tx, v) for k, v in kwargs.items()})
+    decorated = grad_mode_decorated(value)
+    if decorated is not None and tx.ctx.is_user_function(decorated[1]):
+        return _inline_in_grad_mode(tx, fn, decorated, args, kwargs)
     if _is_constant_math(value) and not any(isinstance(a, TensorVar) for a in args):
         # math.sqrt(d), np.sqrt(d) on trace-time constants fold to a constant
         return wrap_result(tx, value(*[constant(tx, a) for a in args],
@@ -333,6 +338,35 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     raise Unsupported("UNSUPPORTED_CALL", f"call to {_name(value)}, which the tracer does not "
                       "know", "move it outside the compiled function, or mark a pure tensor "
                       "function with jitgrad.allow_in_graph")
+
+
+def grad_mode_decorated(value: Any) -> tuple[bool, types.FunctionType] | None:
+    """(mode, the decorated function) for a function made by `@no_grad()`/`@enable_grad()`
+    (or such a method, bound), else None."""
+    function = value.__func__ if isinstance(value, types.MethodType) else value
+    if getattr(function, "__code__", None) is not _GRAD_MODE_WRAPPER_CODE:
+        return None
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__, strict=True))
+    return cells["mode"].cell_contents, cells["fn"].cell_contents
+
+
+def _inline_in_grad_mode(tx: Any, fn: ObjectVar, decorated: tuple[bool, types.FunctionType],
+                         args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """A call of a `@no_grad()`-decorated user function: its body inlined in that mode."""
+    mode, inner = decorated
+    value = fn.value
+    if fn.source is not None:  # the decorator's mode, then the decorated code
+        index = _GRAD_MODE_WRAPPER_CODE.co_freevars.index("mode")
+        tx.ctx.guard_constant(ConstVar(mode, source=CellContentsSource(fn.source, index,
+                                                                       var="mode")))
+    inner_var = ObjectVar(inner, source=fn.source and AttrSource(fn.source, "__wrapped__"))
+    if isinstance(value, types.MethodType):
+        args = [tx.ctx.wrap_value(value.__self__, fn.source and AttrSource(fn.source,
+                                                                           "__self__"))] + args
+    exit_var = tx.ctx.enter_grad_mode(mode)
+    result = tx.ctx.inline_function(tx, inner, inner_var, args, kwargs)
+    tx.ctx.exit_grad_mode(exit_var)
+    return result
 
 
 def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bool = True) -> Any:

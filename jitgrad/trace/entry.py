@@ -33,8 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
+from jitgrad.eager.grad_mode import STATE
 from jitgrad.trace import breaks, report, side_effects
 from jitgrad.trace.backends import lookup_backend
+from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import changed_numbers, explain_failure
@@ -122,6 +124,11 @@ class CompiledFunction:
         self._backend = lookup_backend(backend)
         self._fullgraph = fullgraph
         self._function, self._bound_self = _unwrap(fn)
+        # a `@no_grad()`-decorated function: its body is compiled and called in that mode
+        self._grad_mode: bool | None = None
+        decorated = grad_mode_decorated(self._function)
+        if decorated is not None:
+            self._grad_mode, self._function = decorated
         self._resumes: dict[tuple, CompiledFunction] = {}
         functools.update_wrapper(self, self._function)
 
@@ -133,6 +140,16 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._bound_self is not None:
             args = (self._bound_self, *args)
+        if self._grad_mode is None or STATE.enabled == self._grad_mode:
+            return self._call(args, kwargs)
+        previous = STATE.enabled
+        STATE.enabled = self._grad_mode
+        try:
+            return self._call(args, kwargs)
+        finally:
+            STATE.enabled = previous
+
+    def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         if config.DISABLE:
             return self._function(*args, **kwargs)
         cache = cache_for(self._function)

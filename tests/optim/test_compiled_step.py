@@ -279,3 +279,42 @@ def test_zero_grad_outside_the_compiled_step():
                                    train_step_zeroed_outside(reference, ref, x, y).item(),
                                    rtol=1e-6)
         assert_same_state(opt, ref)
+
+
+class TorchStyleSGD(jg.optim.Optimizer):
+    """A custom optimizer written as PyTorch users write them: in-place updates in a
+    `@no_grad()` step, state made on the first step."""
+
+    def __init__(self, params, lr, momentum):
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+
+    @jg.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "buf" not in state:
+                    state["buf"] = p.grad.clone()
+                else:
+                    state["buf"].mul_(group["momentum"]).add_(p.grad)
+                p.add_(state["buf"], alpha=-group["lr"])
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["called_in_compiled", "compiled"])
+def test_custom_optimizer_with_no_grad_step_compiles(inside):
+    params, ref_params = make_params(), make_params()
+    opt, ref = TorchStyleSGD(params, 0.1, 0.9), TorchStyleSGD(ref_params, 0.1, 0.9)
+    counter = CountingBackend()
+    step = jg.compile(lambda: opt.step(), backend=counter) if inside else \
+        jg.compile(opt.step, backend=counter)
+    with watch() as report:
+        for i in range(4):
+            set_grads(params, i)
+            set_grads(ref_params, i)
+            step()
+            ref.step()
+            assert_same_state(opt, ref)
+    assert report.graph_break_count == 0 and counter.compile_count == 2
+    assert jg.is_grad_enabled()

@@ -532,3 +532,21 @@ def test_star_args_and_star_kwargs_of_the_compiled_function():
     assert report.graph_count == 1 and report.graph_break_count == 0
     compiled = jg.compile(f)
     assert_same(compiled(x8(0), x8(1), scale=3.0), f(x8(0), x8(1), scale=3.0))
+
+
+@jg.no_grad()
+def doubled_without_grad(x):
+    return x * 2
+
+
+def test_grad_mode_decorated_functions_compile_in_their_mode():
+    # compiled directly (was a NameError in the runner) and called from compiled code
+    def caller(x):
+        return doubled_without_grad(x) + x
+
+    x = x8(requires_grad=True)
+    for fn in (doubled_without_grad, caller):
+        report = jg.explain(jg.compile(fn, backend="eager"))(x)
+        assert report.graph_count == 1 and report.graph_break_count == 0
+        assert_same(report.result, fn(x))
+        assert jg.is_grad_enabled()
