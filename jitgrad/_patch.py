@@ -69,6 +69,19 @@ def alias_of(value: Any) -> Any:
     return value
 
 
+def _submodule(package: Any, name: str) -> types.ModuleType | None:
+    """jitgrad's submodule `name` of `package`, imported now; None if there is none."""
+    if not hasattr(package, "__path__"):
+        return None
+    full_name = f"{package.__name__}.{name}"
+    try:
+        return importlib.import_module(full_name)
+    except ModuleNotFoundError as err:
+        if err.name != full_name:
+            raise
+        return None
+
+
 class TorchAlias(types.ModuleType):
     """Module `torch.<path>` whose attributes are looked up on its jitgrad target.
 
@@ -89,10 +102,12 @@ class TorchAlias(types.ModuleType):
                 return [n for n in dir(target) if not n.startswith("_")]
             if name.startswith("__"):
                 raise
-            path = f"{self.__name__}.{name}"
-            error = MissingTorchAPIError(missing_message(path, self.__name__, name))
-            error.name, error.obj = name, self
-            raise error from None
+            value = _submodule(target, name)  # torch.nn.parallel works without an import
+            if value is None:
+                path = f"{self.__name__}.{name}"
+                error = MissingTorchAPIError(missing_message(path, self.__name__, name))
+                error.name, error.obj = name, self
+                raise error from None
         value = alias_of(value)
         self.__dict__[name] = value
         return value

@@ -152,3 +152,12 @@ def test_star_import_takes_jitgrads_public_names(torch_swap):
     exec("from torch import *", namespace)
     assert namespace["tensor"] is jitgrad.tensor and namespace["no_grad"] is jitgrad.no_grad
     assert not [name for name in namespace if name.startswith("_") and name != "__builtins__"]
+
+
+def test_submodules_are_attributes_without_an_import_as_in_torch():
+    code = ("import jitgrad; torch = jitgrad.patch_torch(); "
+            "print(torch.nn.parallel.DistributedDataParallel.__module__, "
+            "torch.utils.tensorboard.SummaryWriter.__name__, hasattr(torch.nn, 'quantized'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, timeout=120)
+    assert done.stdout == "jitgrad.nn.parallel SummaryWriter False\n", done.stderr
