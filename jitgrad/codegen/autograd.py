@@ -37,7 +37,7 @@ import numpy as np
 
 from jitgrad.eager import xp
 from jitgrad.eager.engine import validate_tensor_grad
-from jitgrad.eager.grad_mode import STATE, set_grad_mode
+from jitgrad.eager.grad_mode import STATE, no_grad, set_grad_mode
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
@@ -131,7 +131,7 @@ def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
         aliases = tuple(_input_alias(graph, node) for node in graph.output_node.args)
         inputs = [env[p] for p in graph.placeholders]
         grad_inputs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
-        with _no_grad():
+        with no_grad():
             tangents, differentiable = _tangents(joint, outputs, aliases)
             grads = _run_backward(recorder.calls, recorder, tangents)
     input_grads = [grads.get(x.node) if wanted else None
@@ -260,15 +260,6 @@ def _as_graph_value(grad: Tensor, recorder: OpRecorder) -> FakeTensor:
     """A constant gradient (a formula returned real zeros) as a graph constant."""
     node = recorder.constant_of(grad)
     return FakeTensor.of(node, grad.shape, grad._data.dtype, False)
-
-
-class _no_grad:  # noqa: N801 - a context manager, like jitgrad.no_grad
-    def __enter__(self) -> None:
-        self._previous = STATE.enabled
-        STATE.enabled = False
-
-    def __exit__(self, *exc: object) -> None:
-        STATE.enabled = self._previous
 
 
 def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
