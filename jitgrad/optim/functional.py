@@ -28,7 +28,9 @@ from jitgrad.eager.xp import NUMPY, TENSOR
 def is_traced(tensor: Tensor) -> bool:
     """True for the compiler's stand-in of a tensor while a compiled function is traced
     (its FakeTensor class says so); False for every real tensor."""
-    return getattr(tensor, "_jitgrad_fake", False)
+    # a real tensor's data is almost always a plain ndarray: answered without the failing
+    # attribute lookup
+    return type(tensor._data) is not np.ndarray and getattr(tensor, "_jitgrad_fake", False)
 
 
 def fma(x: Any, y: Any, z: Any) -> Any:
