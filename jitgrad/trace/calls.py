@@ -254,7 +254,11 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
             return stored
         value = getattr(obj.value, name)
         source = AttrSource(obj.source, name) if obj.source is not None else None
-        return tx.ctx.wrap_value(value, source)
+        var = tx.ctx.wrap_value(value, source)
+        if isinstance(value, types.MethodType) and value.__self__ is obj.value and \
+                isinstance(var, ObjectVar):
+            var.receiver = obj
+        return var
     if isinstance(obj, ConstVar):
         return wrap_result(tx, getattr(constant(tx, obj), name))
     if isinstance(obj, GradModeVar) and name in ("__enter__", "__exit__"):
@@ -325,9 +329,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     if tx.ctx.is_module(value):
         return tx.ctx.inline_module_call(tx, fn, args, kwargs)
     if isinstance(value, types.MethodType) and tx.ctx.is_user_function(value.__func__):
-        receiver = tx.ctx.wrap_value(value.__self__, fn.source and AttrSource(fn.source,
-                                                                              "__self__"))
-        return tx.ctx.inline_function(tx, value.__func__, fn, [receiver] + args, kwargs)
+        return tx.ctx.inline_function(tx, value.__func__, fn, [_receiver(tx, fn)] + args,
+                                      kwargs)
     if isinstance(value, types.FunctionType) and tx.ctx.is_user_function(value):
         return tx.ctx.inline_function(tx, value, fn, args, kwargs)
     if tx.ctx.is_jitgrad_callable(value):
@@ -361,12 +364,19 @@ def _inline_in_grad_mode(tx: Any, fn: ObjectVar, decorated: tuple[bool, types.Fu
                                                                        var="mode")))
     inner_var = ObjectVar(inner, source=fn.source and AttrSource(fn.source, "__wrapped__"))
     if isinstance(value, types.MethodType):
-        args = [tx.ctx.wrap_value(value.__self__, fn.source and AttrSource(fn.source,
-                                                                           "__self__"))] + args
+        args = [_receiver(tx, fn)] + args
     exit_var = tx.ctx.enter_grad_mode(mode)
     result = tx.ctx.inline_function(tx, inner, inner_var, args, kwargs)
     tx.ctx.exit_grad_mode(exit_var)
     return result
+
+
+def _receiver(tx: Any, method: ObjectVar) -> Var:
+    """The `self` of a bound method: the Var it was read from, else `method.__self__`."""
+    if method.receiver is not None:
+        return method.receiver
+    return tx.ctx.wrap_value(method.value.__self__, method.source and AttrSource(
+        method.source, "__self__"))
 
 
 def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bool = True) -> Any:

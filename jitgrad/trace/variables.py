@@ -56,9 +56,14 @@ class DictVar(Var):
 
 @dataclass(eq=False)
 class ObjectVar(Var):
-    """Any other Python object (functions, modules, classes, nn.Modules, methods, ...)."""
+    """Any other Python object (functions, modules, classes, nn.Modules, methods, ...).
+
+    receiver: for a bound method read as `obj.method`, the Var of `obj` (calls pass it as
+    `self`, so reads through it keep obj's source rather than `obj.method.__self__`).
+    """
 
     value: Any
+    receiver: Any = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
