@@ -21,7 +21,9 @@ import importlib
 import importlib.util
 import os
 import platform
+import sys
 import time
+import traceback
 
 from benchmarks import harness  # before numpy is imported: pins the thread counts
 
@@ -83,7 +85,8 @@ def print_environment(torch_version: str | None) -> None:
           f"{os.cpu_count()} cores, load average {load:.2f}; threads pinned to 1")
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks; returns the exit status (1 if a module failed)."""
     names = [name for name, _ in BENCHMARKS]
     parser = argparse.ArgumentParser(prog="python -m benchmarks",
                                      description=__doc__.splitlines()[0])
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     torch = harness.try_import_torch()
     print_environment(None if torch is None else torch.__version__)
     tables = harness.record_tables()
+    failed: list[str] = []
     for name, required in BENCHMARKS:
         if args.only and name not in args.only:
             continue
@@ -107,10 +111,20 @@ def main(argv: list[str] | None = None) -> None:
             continue
         print(f"\n##### benchmarks.{name}")
         start = time.perf_counter()
-        importlib.import_module(f"benchmarks.{name}").main()
+        # One module's failure (an import, a mismatch check, a crash in jitgrad) is
+        # reported and the others still run; the exit status says something failed.
+        try:
+            importlib.import_module(f"benchmarks.{name}").main()
+        except Exception:  # any failure of a benchmark module is reported, see above
+            traceback.print_exc()
+            failed.append(name)
         print(f"(benchmarks.{name} took {time.perf_counter() - start:.0f} s)")
     print_summary(tables)
+    if failed:
+        print(f"\nFAILED: {', '.join(f'benchmarks.{name}' for name in failed)} "
+              "(tracebacks above; their tables up to the failure are in the summary)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -60,3 +60,12 @@ def test_summary_prints_ratios_of_jitgrad_rows(bench, capsys):
                                  "3.12x"]
     assert lines[-1].split() == ["jitgrad", "compiled", "(numba)", "4.00", "us/call", "0.40x",
                                  "0.20x", "0.50x"]
+
+
+def test_a_failing_module_is_reported_and_the_run_fails(bench, monkeypatch, capsys):
+    # benchmarks.harness has no main(): the AttributeError stands for any crash
+    monkeypatch.setattr(bench, "BENCHMARKS", (("harness", True),))
+    assert bench.main(["harness"]) == 1
+    printed = capsys.readouterr()
+    assert "AttributeError: module 'benchmarks.harness' has no attribute 'main'" in printed.err
+    assert "FAILED: benchmarks.harness" in printed.out
