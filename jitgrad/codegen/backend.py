@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import logging
 import operator
+import warnings
 from typing import Any
+
+from numba.core.errors import NumbaError
 
 from jitgrad import config
 from jitgrad.codegen.autograd import compile_region
@@ -43,14 +46,27 @@ class CompiledGraph:
     """
 
     def __init__(self, wrapper: GraphModule, fusion_groups: list[FusionGroup],
-                 kernels: list[Kernel]) -> None:
+                 kernels: list[Kernel], graph: Graph, attrs: dict[str, Any]) -> None:
         self.wrapper = wrapper
         self.fusion_groups = fusion_groups
         self.kernels = kernels
         self.forward = wrapper.forward
+        self._graph = graph
+        self._attrs = attrs
 
     def __call__(self, *inputs: Any) -> tuple:
-        return self.forward(*inputs)
+        try:
+            return self.forward(*inputs)
+        except (NumbaError, RecursionError) as err:
+            # numba compiles a kernel at its first launch: a failure there is the
+            # compiler's, so this graph runs with eager ops from now on (kernels write
+            # only fresh buffers, so nothing the graph computed before is lost)
+            warnings.warn(f"jitgrad: a kernel failed to compile in numba "
+                          f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); this "
+                          "graph runs with eager ops (please report it with "
+                          "JITGRAD_LOGS=output_code output)", RuntimeWarning, stacklevel=2)
+            self.forward = GraphModule(self._graph, self._attrs).forward
+            return self.forward(*inputs)
 
 
 def numba_backend(gm: GraphModule, example_inputs: list[Any]) -> Any:
@@ -78,7 +94,7 @@ def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:
     wrapper = GraphModule(build_wrapper_graph(graph, groups, kernels), attrs)
     if _LOG.isEnabledFor(logging.INFO):
         _LOG.info("wrapper of %d kernel(s)\n%s", len(kernels), wrapper.code)
-    return CompiledGraph(wrapper, groups, kernels)
+    return CompiledGraph(wrapper, groups, kernels, graph, attrs)
 
 
 def build_wrapper_graph(graph: Graph, groups: list[FusionGroup],

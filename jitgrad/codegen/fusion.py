@@ -7,7 +7,8 @@ dtype and every tensor it reads is of a kernel dtype. A pointwise node joins the
 of the pointwise nodes it reads when they iterate over its output shape, and placing the
 merged group at this node stays a valid order: every reader outside the group of a value
 inside it must come after this node (otherwise an extern between them would need the
-group both before and after itself). Inputs from outside a group may broadcast and be
+group both before and after itself), and the merged group has at most MAX_NODES
+members (a longer chain becomes several kernels). Inputs from outside a group may broadcast and be
 strided. Inside a group, values are kernel locals; a member is *materialized* (a group
 output, written to memory) when something outside the group reads it: another group, an
 extern or the graph's output. Matmul and ops without a lowering are externs.
@@ -52,6 +53,10 @@ NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
 _REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "argmax", "argmin", "var", "std",
                          "logsumexp", "softmax", "log_softmax", "layer_norm", "nll_loss"})
 
+
+# members per pointwise group: numba's SSA pass recurses once per statement of a kernel,
+# and a 200-op chain in one kernel overflowed Python's recursion limit
+MAX_NODES = 64
 
 @dataclass(frozen=True)
 class ReductionSpec:
@@ -228,7 +233,11 @@ def find_fusion_groups(graph: Graph) -> list[FusionGroup]:
             group = group_of.get(arg)
             if group is not None and group.shape == shape and group not in candidates:
                 candidates.append(group)
-        merged = [g for g in candidates if _can_place_at(g, node, position)]
+        merged, size = [], 1
+        for group in candidates:
+            if _can_place_at(group, node, position) and size + len(group.nodes) <= MAX_NODES:
+                merged.append(group)
+                size += len(group.nodes)
         if merged:
             target = merged[0]
             for other in merged[1:]:

@@ -5,12 +5,16 @@ atol 1e-6 of eager (kernels compute each op in the op's dtype, as eager does; th
 functions may differ from numpy's by an ulp or two), integer and bool results exactly.
 """
 
+import warnings
+
 import numpy as np
 import pytest
+from numba.core.errors import NumbaError
 
 import jitgrad as jg
 from jitgrad.codegen.autograd import CompiledRegion
 from jitgrad.codegen.backend import CompiledGraph, numba_backend
+from jitgrad.codegen.fusion import MAX_NODES, find_fusion_groups
 from tests.eager.op_table import OP_CASES
 
 # one kernel each: the suite must stay fast from a cold cache (see tests/codegen/README)
@@ -179,3 +183,43 @@ def test_output_code_log_shows_kernel_header_and_wrapper(caplog):
         in text
     assert "test_backend.py:" in text
     assert "def forward(a):" in text and "sum = fused_0(a)" in text
+
+
+def _long_chain(x):
+    for _ in range(100):
+        x = (x * 1.01).tanh()
+    return x
+
+
+def test_a_long_chain_is_split_into_kernels_of_at_most_max_nodes():
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    jg.reset()
+    jg.compile(_long_chain, backend=capture)(jg.ones(4))
+    groups = find_fusion_groups(graphs[0].graph)
+    assert len(groups) == 4 and all(len(g.nodes) <= MAX_NODES for g in groups)
+    assert sum(len(g.nodes) for g in groups) == 200
+
+
+def test_a_kernel_that_fails_to_compile_falls_back_to_eager_ops(monkeypatch):
+    x = jg.tensor(np.linspace(-1, 1, 5, dtype=np.float32))
+    fn, produced = compile_numba(lambda a: (a * 3.0).sigmoid())
+
+    def failing_launch(arrays):
+        raise NumbaError("a typing failure")
+
+    fn(x)
+    monkeypatch.setattr(produced[0].kernels[0], "_launch", failing_launch)
+    compiled = produced[0]
+    compiled.forward = compiled.wrapper.forward  # as if the kernel had never run
+    with pytest.warns(RuntimeWarning, match="kernel failed to compile in numba"):
+        out = fn(x)
+    np.testing.assert_allclose(out.numpy(), (x * 3.0).sigmoid().numpy(), rtol=1e-6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_allclose(fn(x).numpy(), out.numpy())
+    assert not caught  # eager ops from now on, warned once
