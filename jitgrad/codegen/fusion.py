@@ -8,8 +8,8 @@ of the pointwise nodes it reads when they iterate over its output shape, and pla
 merged group at this node stays a valid order: every reader outside the group of a value
 inside it must come after this node (otherwise an extern between them would need the
 group both before and after itself), and the merged group has at most MAX_NODES
-members (a longer chain becomes several kernels). Inputs from outside a group may broadcast and be
-strided. Inside a group, values are kernel locals; a member is *materialized* (a group
+members (a longer chain becomes several kernels). Inputs from outside a group may
+broadcast and be strided. Inside a group, values are kernel locals; a member is *materialized* (a group
 output, written to memory) when something outside the group reads it: another group, an
 extern or the graph's output. Matmul and ops without a lowering are externs.
 
@@ -57,6 +57,7 @@ _REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "argmax", "argmin", "var
 # members per pointwise group: numba's SSA pass recurses once per statement of a kernel,
 # and a 200-op chain in one kernel overflowed Python's recursion limit
 MAX_NODES = 64
+
 
 @dataclass(frozen=True)
 class ReductionSpec:
