@@ -104,7 +104,7 @@ def wrap_result(tx: Any, value: Any) -> Var:
     if type(value) is list:
         return ListVar([wrap_result(tx, v) for v in value])
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple (max(dim=...))
-        return ObjectVar(value)
+        return TupleVar([wrap_result(tx, v) for v in value], cls=type(value))
     if callable(value) and not isinstance(value, type):
         return ObjectVar(value)  # e.g. a bound method of a traced tensor
     return ConstVar(value)
@@ -245,6 +245,8 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
         if callable(value) and not isinstance(value, Tensor):
             return TensorMethodVar(obj, name)
         return wrap_result(tx, value)
+    if isinstance(obj, TupleVar) and obj.cls is not None and name in obj.cls._fields:
+        return obj.items[obj.cls._fields.index(name)]
     if isinstance(obj, (ListVar, DictVar, TupleVar)):
         return BoundMethodVar(obj, name)
     if isinstance(obj, ObjectVar):

@@ -456,6 +456,8 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, TupleVar):
         items = [_output_expr(v, outputs, env, input_names) for v in var.items]
+        if var.cls is not None:  # a namedtuple made by real code: rebuilt from its class
+            return f"{env.const(var.cls)}({', '.join(items)})"
         return "(" + "".join(f"{item}, " for item in items) + ")"
     if isinstance(var, ListVar):
         return "[" + ", ".join(_output_expr(v, outputs, env, input_names)

@@ -37,7 +37,11 @@ class TensorVar(Var):
 
 @dataclass(eq=False)
 class TupleVar(Var):
+    """A tuple; `cls` is the namedtuple class when real code returned one (torch.return_types
+    results such as max(dim=...) or topk), whose fields read as attributes."""
+
     items: list[Var]
+    cls: type | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
