@@ -137,6 +137,15 @@ class CompiledFunction:
             return self
         return types.MethodType(self, obj)
 
+    def __getattr__(self, name: str) -> Any:
+        """A compiled nn.Module forwards other attributes to the module (`model.eval()`,
+        `.parameters()`, `.state_dict()`), as torch.compile's OptimizedModule does."""
+        original = self.__dict__.get("_original")
+        if original is not None and hasattr(original, "_modules") and \
+                original is self.__dict__.get("_bound_self"):
+            return getattr(original, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._bound_self is not None:
             args = (self._bound_self, *args)

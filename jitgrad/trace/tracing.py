@@ -402,7 +402,7 @@ class TraceContext:
     def inline_module_call(self, tx: Translator, module: ObjectVar, args: list[Var],
                            kwargs: dict[str, Var]) -> Var:
         value = module.value
-        for hooks in ("_forward_hooks", "_forward_pre_hooks"):
+        for hooks in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
             if getattr(value, hooks, None):
                 raise Unsupported("UNSUPPORTED_CALL", f"module {type(value).__name__} has "
                                   f"{hooks[1:]}", "remove the hooks to compile the module")

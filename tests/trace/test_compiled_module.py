@@ -1,0 +1,31 @@
+"""`jitgrad.compile(module)`: the compiled module keeps the module's attributes, and a
+module with hooks the graph cannot run is not inlined (it runs eagerly, hooks and all)."""
+
+import warnings
+
+import numpy as np
+
+import jitgrad as jg
+
+
+def test_a_compiled_module_forwards_attributes_to_the_module():
+    model = jg.nn.Sequential(jg.nn.Linear(3, 4), jg.nn.Dropout(0.5))
+    compiled = jg.compile(model)
+    assert compiled.eval() is model and not model.training  # nanoGPT calls model.eval()
+    assert all(p is q for p, q in zip(compiled.parameters(), model.parameters(), strict=True))
+    assert compiled.state_dict().keys() == model.state_dict().keys()
+    x = jg.ones(2, 3)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), model(x).detach().numpy())
+
+
+def test_a_module_with_a_full_backward_hook_runs_its_hook():
+    layer = jg.nn.Linear(3, 2)
+    seen = []
+    layer.register_full_backward_hook(lambda module, grad_in, grad_out: seen.append(
+        grad_out[0].numpy().copy()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the frame runs eagerly: say so once, then no more
+        out = jg.compile(lambda m, t: m(t).sum())(layer, jg.ones(1, 3, requires_grad=True))
+    out.backward()
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0], np.ones((1, 2), np.float32))
