@@ -11,6 +11,8 @@ kind also reduces a leading dim of a contiguous input (the column variant).
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
@@ -239,3 +241,49 @@ def test_a_softmax_read_only_by_a_comparison():
     assert_matches(compiled(x), fn(x), np.float32)
     (group,) = reduction_groups(produced)
     assert [n.target.name for n in group.outputs] == ["gt"]
+
+
+REDUCING = {
+    "sum": lambda x, dims, keep: x.sum(dims, keepdim=keep),
+    "mean": lambda x, dims, keep: x.mean(dims, keepdim=keep),
+    "amax": lambda x, dims, keep: x.amax(dims, keepdim=keep),
+    "amin": lambda x, dims, keep: x.amin(dims, keepdim=keep),
+    "var": lambda x, dims, keep: x.var(dims, keepdim=keep, correction=0),
+    "std": lambda x, dims, keep: x.std(dims, keepdim=keep),
+    "logsumexp": lambda x, dims, keep: x.logsumexp(dims, keepdim=keep),
+    "softmax": lambda x, dims, keep: x.softmax(dims[0]),
+    "log_softmax": lambda x, dims, keep: x.log_softmax(dims[0]),
+}
+
+
+@st.composite
+def reductions_of_random_layouts(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    ndim = len(shape)
+    dims = tuple(draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim,
+                               unique=True)))
+    layout = draw(st.sampled_from(["contiguous", "transposed", "sliced"]))
+    return (draw(st.sampled_from(sorted(REDUCING))), shape, dims, draw(st.booleans()), layout,
+            draw(st.integers(0, 3)))
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
+@settings(max_examples=40, deadline=None)
+@given(case=reductions_of_random_layouts())
+def test_random_reductions_match_eager(case):
+    """Random shapes (with size-1 dims), dims, keepdim and layouts: one kernel per kind."""
+    kind, shape, dims, keep, layout, seed = case
+    rng = np.random.default_rng(seed)
+    if layout == "transposed":
+        x = jg.tensor(rng.standard_normal(shape[::-1]).astype(np.float32)).permute(
+            *reversed(range(len(shape))))
+    elif layout == "sliced":
+        wide = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
+        x = jg.tensor(wide)[..., ::2]
+    else:
+        x = jg.tensor(rng.standard_normal(shape).astype(np.float32))
+    fn = REDUCING[kind]
+    compiled, produced = compile_numba(lambda x: fn(x, dims, keep))
+    with np.errstate(all="ignore"):
+        assert_matches(compiled(x), fn(x, dims, keep), np.float32)
+    assert len(reduction_groups(produced)) == 1
