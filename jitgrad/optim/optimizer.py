@@ -25,7 +25,10 @@ compiled function writes them back into the same tensors, bumping their versions
 `p.grad = None` assignments (or `grad.zero_()` write-backs with set_to_none=False).
 Code that cannot be traced (a grad that requires grad, an optimizer whose update writes
 numpy arrays, as other subclasses may) makes the call a graph break: it then runs eagerly,
-with the same values.
+with the same values. An optimizer module joins by writing its update as a function of
+tensors in jitgrad.optim.functional and being listed in `_TRACED_LIBRARY_MODULES`
+(jitgrad/trace/tracing.py); a user's optimizer written with in-place tensor ops under
+`@no_grad()`, as PyTorch's are, is traced as it is.
 """
 
 from __future__ import annotations
