@@ -68,11 +68,15 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
              f"OPTIONS = dict(cache=True, error_model='numpy', fastmath={fastmath}, nogil=True)",
              "THREADS = numba_config.NUMBA_NUM_THREADS", ""]
     body = _element_body(group)
+    # 0-d inputs (a step count, a bias correction) are loaded once, outside the loops: their
+    # zero strides would otherwise fail the dense check and leave the loop scalar
+    scalars = {f"in{k}" for k, node in enumerate(group.inputs)
+               if getattr(node.meta.get("val"), "shape", None) == ()}
     for name, outer, extra in (("kernel", "range", ""), ("kernel_parallel", "prange",
                                                          ", parallel=True")):
         lines += ["", f"@njit(**OPTIONS{extra})",
                   f"def {name}(sizes, strides, offsets, {', '.join(operands)}):"]
-        lines += _loop_nest(rank, len(operands), operands, body, outer)
+        lines += _loop_nest(rank, len(operands), operands, body, outer, scalars)
         lines.append("")
     return "\n".join(header) + "\n", "\n".join(lines)
 
@@ -97,11 +101,14 @@ def _element_body(group: FusionGroup) -> list[str]:
 
 
 def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
-               outer: str) -> list[str]:
+               outer: str, scalars: set[str]) -> list[str]:
     lines = [f"    n{d} = sizes[{d}]" for d in range(rank)]
     lines += [f"    s{k}_{d} = strides[{k}, {d}]" for k in range(count) for d in range(rank)]
+    lines += [f"    c_{op} = {op}[offsets[{k}]]" for k, op in enumerate(operands)
+              if op in scalars]
     inner = rank - 1
-    dense = " and ".join(f"s{k}_{inner} == 1" for k in range(count))
+    dense = " and ".join([f"s{k}_{inner} == 1" for k, op in enumerate(operands)
+                          if op not in scalars] or ["True"])
     lines.append(f"    dense = {dense}")
     indent = "    "
     previous = [f"offsets[{k}]" for k in range(count)]
@@ -117,13 +124,14 @@ def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
     # vectorizes them); `flat[base + j]` keeps a select per element (measured 2x slower)
     lines.append(f"{indent}if dense:")
     lines += [f"{indent}    r_{op} = {op}[{previous[k]}:{previous[k]} + n{inner}]"
-              for k, op in enumerate(operands)]
+              for k, op in enumerate(operands) if op not in scalars]
     lines.append(f"{indent}    for j in range(n{inner}):")
-    elements = {op: f"r_{op}[j]" for op in operands}
+    elements = {op: f"c_{op}" if op in scalars else f"r_{op}[j]" for op in operands}
     lines += [f"{indent}        {line.format(**elements)}" for line in body]
     lines.append(f"{indent}else:")
     lines.append(f"{indent}    for j in range(n{inner}):")
-    elements = {op: f"{op}[{previous[k]} + j * s{k}_{inner}]" for k, op in enumerate(operands)}
+    elements = {op: f"c_{op}" if op in scalars else f"{op}[{previous[k]} + j * s{k}_{inner}]"
+                for k, op in enumerate(operands)}
     lines += [f"{indent}        {line.format(**elements)}" for line in body]
     return lines
 
