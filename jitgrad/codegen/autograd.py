@@ -342,11 +342,14 @@ def _copy_node(target: Graph, joint: Graph, node: GraphNode,
 
 
 def compile_region(graph: Graph, example_inputs: list[Any],
-                   compile_graph: Callable[[Graph], Callable[..., tuple]]) -> CompiledRegion:
+                   compile_graph: Callable[[Graph], Callable[..., tuple]]) -> Any:
     """`graph` split into joint graphs, each compiled by `compile_graph(graph) -> callable`
     (the numba backend's kernels; tests also pass `GraphModule` to check the joint graphs
-    alone). Raises Unsupported as `build_joint_graphs` does."""
+    alone), as a CompiledRegion; just `compile_graph(graph)` when no output needs a
+    gradient. Raises Unsupported as `build_joint_graphs` does."""
     joint = build_joint_graphs(graph, example_inputs)
+    if not any(joint.differentiable) and not any(joint.aliases):
+        return compile_graph(graph)  # e.g. an optimizer update under no_grad
     forward = compile_graph(joint.forward)
     backward = compile_graph(joint.backward)
     groups = [_Labeled("forward", g) for g in getattr(forward, "fusion_groups", ())] + \

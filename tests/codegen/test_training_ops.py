@@ -21,7 +21,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.codegen.autograd import CompiledRegion, compile_region
-from jitgrad.codegen.backend import numba_backend
+from jitgrad.codegen.backend import CompiledGraph, numba_backend
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph_module import GraphModule
 from tests.eager.op_table import OP_CASES
@@ -113,11 +113,15 @@ def check_case(case, np_dtype, backend):
         if e is not None:
             assert g.dtype == e.dtype and g.shape == e.shape
             np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=rtol, atol=atol)
-    regions = [c for c in produced if isinstance(c, CompiledRegion)]
+    # a backend falls back to the captured graph's own forward (eager autograd through it)
+    # when it cannot build the backward; a graph without differentiable outputs compiles
+    # without a region
+    fallbacks = [c for c in produced if not isinstance(c, (CompiledRegion, CompiledGraph,
+                                                           GraphModule))]
     if case.name in NOT_COMPILED:
-        assert not regions, f"{case.name} now compiles for training: update NOT_COMPILED"
+        assert fallbacks, f"{case.name} now compiles for training: update NOT_COMPILED"
     else:
-        assert regions, "the graph was not compiled for training (no CompiledRegion)"
+        assert produced and not fallbacks, "a graph ran with eager autograd"
 
 
 @pytest.mark.parametrize(("case", "np_dtype"), CASES,
