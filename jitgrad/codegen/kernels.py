@@ -167,6 +167,7 @@ class Kernel:
         self._serial = module.kernel
         self._parallel = module.kernel_parallel
         self._threads = module.THREADS
+        self._plans: dict[tuple, tuple] = {}
         self.__name__ = self.name  # the wrapper's generated code names its callees
 
     def __call__(self, *values: Any) -> Any:
@@ -179,16 +180,34 @@ class Kernel:
         return tuple(Tensor._make(out) for out in outs)
 
     def _launch(self, arrays: list[np.ndarray]) -> None:
+        if self.numel < PARALLEL_THRESHOLD or self._threads < 2:
+            # a training loop calls a kernel with the same layouts every step: the layout
+            # arrays are computed once per (shapes, strides) and only the flat views per call
+            key = tuple([(a.shape, a.strides) for a in arrays])
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._plans[key] = self._serial_plan(arrays)
+            layout, contiguous = plan
+            flats = [a.reshape(-1) if c else flat_view(a, self.shape)[0]
+                     for a, c in zip(arrays, contiguous, strict=True)]
+            self._serial(*layout, *flats)
+            return
         flats, offsets, strides = zip(*(flat_view(a, self.shape) for a in arrays), strict=True)
         sizes, strides = coalesce(self.shape, list(strides))
         offsets_array = np.array(offsets, dtype=np.int64)
-        if self.numel < PARALLEL_THRESHOLD or self._threads < 2:
-            self._serial(*pad_layout(sizes, strides, self.rank), offsets_array, *flats)
-            return
         if len(sizes) == 1:  # one long loop: split it so prange has rows to share out
             self._launch_split(sizes[0], [s[0] for s in strides], offsets_array, flats)
             return
         self._parallel(*pad_layout(sizes, strides, self.rank), offsets_array, *flats)
+
+    def _serial_plan(self, arrays: list[np.ndarray]) -> tuple[tuple, list[bool]]:
+        """(sizes, strides, offsets) for the serial kernel, and which arrays are contiguous."""
+        if len(self._plans) >= 64:  # layouts that keep changing: keep the memo small
+            self._plans.clear()
+        _, offsets, strides = zip(*(flat_view(a, self.shape) for a in arrays), strict=True)
+        sizes, strides = coalesce(self.shape, list(strides))
+        layout = (*pad_layout(sizes, strides, self.rank), np.array(offsets, dtype=np.int64))
+        return layout, [a.flags.c_contiguous for a in arrays]
 
     def _launch_split(self, n: int, steps: list[int], offsets: np.ndarray,
                       flats: tuple) -> None:
