@@ -12,7 +12,8 @@ separately (as `kernels.coalesce` does for pointwise kernels) and passes sizes a
 strides as arrays: the loops decompose the flat output index and the flat row index over
 them, so the kernel source depends only on the group's ops and dtypes, not on the rank,
 the dims or the layout, and one compiled kernel per reduction kind and dtype serves every
-call (e.g. `x.sum(0)`, `x.sum((1, 2), keepdim=True)` and `x.t().sum()`).
+call (e.g. `x.sum(0)`, `x.sum((1, 2), keepdim=True)` and `x.t().sum()`); sum/mean,
+var/std, amax/amin and argmax/argmin share a kernel, told apart by runtime scalars.
 
 For each output element the kernel makes one or more passes over the reduced elements,
 row by row along the innermost reduced dim; a row whose operands all have stride 1 is
@@ -97,7 +98,7 @@ def _sub_exact(typingctx, a, b):
 
 
 def _nan_ignoring(name):
-    # llvm.maxnum/minnum: a NaN operand yields the other one; unlike a compare and select,
+    # llvm.maxnum: a NaN operand yields the other one; unlike a compare and select,
     # a loop reducing with them vectorizes without the no-NaNs flag (Note [Reduction kernels])
     @intrinsic
     def call(typingctx, a, b):
@@ -113,7 +114,6 @@ def _nan_ignoring(name):
 
 
 _maxnum = _nan_ignoring("maxnum")
-_minnum = _nan_ignoring("minnum")
 '''
 
 
@@ -285,8 +285,9 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     is the inner loop, with per-column state). outer_sizes and reduce_sizes are int64
     (>= 1 dims each), strides int64 (strided operands, outer dims + reduced dims) in
     elements, offsets int64 (strided operands,), scalars float64 (the reduced count, then
-    the kind's parameter: var/std's divisor, layer_norm's eps, cross-entropy's
-    ignore_index and reduction code). Operands: out0, ... (outputs), in0, ... (inputs),
+    the kind's parameters: sum/mean's divisor, var/std's divisor and square-root flag,
+    the sign of amax/amin/argmax/argmin, layer_norm's eps, cross-entropy's ignore_index
+    and reduction code). Operands: out0, ... (outputs), in0, ... (inputs),
     then for cross-entropy table0 (class weights, if any), total (1,) and bad (2,) int64
     (a flag and the first bad class id).
     """
@@ -503,9 +504,9 @@ def _code(*lines: str) -> _Step:
     return _Step(list(lines))
 
 
-def _max_steps(source: _Source, smallest: bool = False, nan_check: bool = True
+def _max_steps(source: _Source, signed: bool = False, nan_check: bool = True
                ) -> list[_Step]:
-    """`mx`: the NaN-propagating max (min) of v over the slice.
+    """`mx`: the NaN-propagating max of v (of `v * scalars[1]` when `signed`) over the slice.
 
     The pass reduces with llvm.maxnum, which vectorizes (a select on `v > mx or v != v`
     does not, nor does any NaN test in the same loop: measured 5-15x slower) but ignores
@@ -516,8 +517,8 @@ def _max_steps(source: _Source, smallest: bool = False, nan_check: bool = True
     so every result of the slice, NaN as eager's.
     """
     t = _typed(source)
-    fn, start = ("_minnum", "np.inf") if smallest else ("_maxnum", "-np.inf")
-    steps = [_code(f"mx = {t}({start})"), _Step([f"mx = {fn}(mx, v)"], is_pass=True)]
+    value = f"v * {t}(scalars[1])" if signed else "v"
+    steps = [_code(f"mx = {t}(-np.inf)"), _Step([f"mx = _maxnum(mx, {value})"], is_pass=True)]
     if nan_check:
         steps += [_code(f"chk = {t}(0.0)", "has_nan = False"),
                   _Step(["chk += v"], is_pass=True),
@@ -548,40 +549,43 @@ def _squares_steps() -> list[_Step]:
 _SQUARES_STATE = [("acc", "np.float64"), ("mean", "np.float64"), ("sq", "np.float64")]
 
 
+# Kinds that differ only by a runtime scalar share one kernel source (fewer compiles):
+# sum/mean divide by scalars[1] (1 or the count), var/std take the square root when
+# scalars[2] is set, amin/argmin are amax/argmax of v * scalars[1] (-1: exact, NaN stays).
+
+
 def _sum_kind(source: _Source) -> _Program:
     t = _typed(source)
-    value = "acc" if source.spec.kind == "sum" else "acc / count"
     return _Program([("acc", "np.float64")], [
-        *_sum_steps(), _code(f"res = {t}({value})", *_writes(source, {source.reduction: "res"}))])
+        *_sum_steps(), _code(f"res = {t}(acc / scalars[1])",
+                             *_writes(source, {source.reduction: "res"}))])
 
 
 def _var_kind(source: _Source) -> _Program:
-    value = "sq / scalars[1]"
-    if source.spec.kind == "std":
-        value = f"math.sqrt({value})"
     return _Program(_SQUARES_STATE, [
         *_squares_steps(),
-        _code(f"res = {_typed(source)}({value})", *_writes(source, {source.reduction: "res"}))])
+        _code("variance = sq / scalars[1]",
+              f"res = {_typed(source)}(math.sqrt(variance) if scalars[2] != 0.0 else variance)",
+              *_writes(source, {source.reduction: "res"}))])
 
 
 def _extremum_kind(source: _Source) -> _Program:
+    t = _typed(source)
     return _Program(_max_state(source), [
-        *_max_steps(source, source.spec.kind == "amin"),
-        _code(*_writes(source, {source.reduction: "mx"}))])
+        *_max_steps(source, signed=True),
+        _code(f"res = mx * {t}(scalars[1])", *_writes(source, {source.reduction: "res"}))])
 
 
 def _arg_kind(source: _Source) -> _Program:
     t = _typed(source)
-    smallest = source.spec.kind == "argmin"
-    compare = "<" if smallest else ">"
     results = {source.reduction: "ix"}
     if source.spec.companion is not None:
-        results[source.spec.companion] = "mx"
+        results[source.spec.companion] = "value"
     return _Program([("mx", t), ("ix", "np.int64")], [
-        _code(f"mx = {t}({'np.inf' if smallest else '-np.inf'})", "ix = np.int64(0)"),
-        _Step([f"if v {compare} mx or (v != v and mx == mx):", "    mx = v",
+        _code(f"mx = {t}(-np.inf)", "ix = np.int64(0)"),
+        _Step([f"w = v * {t}(scalars[1])", "if w > mx or (w != w and mx == mx):", "    mx = w",
                "    ix = {index}"], is_pass=True),
-        _code(*_writes(source, results))])
+        _code(f"value = mx * {t}(scalars[1])", *_writes(source, results))])
 
 
 def _logsumexp_kind(source: _Source) -> _Program:
@@ -737,7 +741,11 @@ class ReductionKernel:
         extra = [0.0, 0.0]
         if kind in ("var", "std"):
             dof = self._count - params["correction"]
-            extra[0] = dof if dof > 0 else 0.0
+            extra = [dof if dof > 0 else 0.0, 1.0 if kind == "std" else 0.0]
+        elif kind in ("sum", "mean"):
+            extra[0] = 1.0 if kind == "sum" else float(self._count)
+        elif kind in ("amax", "amin", "argmax", "argmin"):
+            extra[0] = -1.0 if kind in ("amin", "argmin") else 1.0
         elif kind == "layer_norm":
             extra[0] = params["eps"]
         elif kind == "cross_entropy":
