@@ -9,9 +9,9 @@ merged group at this node stays a valid order: every reader outside the group of
 inside it must come after this node (otherwise an extern between them would need the
 group both before and after itself), and the merged group has at most MAX_NODES
 members (a longer chain becomes several kernels). Inputs from outside a group may
-broadcast and be strided. Inside a group, values are kernel locals; a member is *materialized* (a group
-output, written to memory) when something outside the group reads it: another group, an
-extern or the graph's output. Matmul and ops without a lowering are externs.
+broadcast and be strided. Inside a group, values are kernel locals; a member is
+*materialized* (a group output, written to memory) when something outside the group reads
+it: another group, an extern or the graph's output. Matmul and ops without a lowering are externs.
 
 Note [Reduction fusion]: a node `reduction_spec` recognizes (sum, mean, amax/amin,
 argmax/argmin, var/std, logsumexp, softmax/log_softmax, layer_norm, and nll_loss of a

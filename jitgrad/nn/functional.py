@@ -24,7 +24,7 @@ from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.linalg import linear
 from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
-from jitgrad.eager.ops.random import generator_of
+from jitgrad.eager.ops.random import dropout_mask
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn.functional_conv import avg_pool2d, conv2d, max_pool2d
 
@@ -329,15 +329,13 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    data = input._data
     if p == 1.0:
-        mask = np.zeros(data.shape, dtype=data.dtype)
+        mask = Tensor._make(np.zeros(input._data.shape, dtype=input._data.dtype))
     else:
-        keep = generator_of(None).random(data.shape) >= p
-        mask = keep.astype(data.dtype) * data.dtype.type(1.0 / (1.0 - p))
+        mask = dropout_mask(input, p)
     if inplace:
-        return input.mul_(Tensor._make(mask))
-    return input * Tensor._make(mask)
+        return input.mul_(mask)
+    return input * mask
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,

@@ -385,7 +385,8 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
     """Run real jitgrad code on fake tensors under the op recorder.
 
     A call that draws random numbers would bake them into the graph as constants, so a
-    change of the default generator's state is refused (random ops are not captured yet).
+    change of the default generator's state is undone and refused (dropout is captured:
+    its mask is an impure op drawn when the graph runs).
     """
     state = default_generator.np.bit_generator.state
     try:
@@ -403,8 +404,11 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
         raise Unsupported("USER_ERROR", f"{_name(fn)} raised {type(err).__name__}: {err}",
                           "the eager run shows the error at your line") from err
     if default_generator.np.bit_generator.state != state:
+        # the draw is undone: the eager run at the break makes it, in eager's order
+        default_generator.np.bit_generator.state = state
         raise Unsupported("RANDOM_OP", f"{_name(fn)} draws random numbers",
-                          "random ops are not captured in graphs yet; they run eagerly")
+                          "random ops other than dropout are not captured in graphs yet; "
+                          "they run eagerly")
     return wrap_result(tx, result) if wrap else result
 
 

@@ -232,12 +232,8 @@ def test_erase_node_refuses_while_used_and_drops_its_uses():
         g.erase_node(m)
 
 
-class _SamplingOp(OpDef):
-    impure = True  # as a random op would be marked
-
-
 def test_dead_code_elimination_keeps_impure_nodes_and_placeholders():
-    sample = _SamplingOp("sample", lambda x: x, None)
+    sample = OpDef("sample", lambda x: x, None, impure=True)  # as a random op is marked
     user_fn_calls = []
     g = Graph()
     a = g.placeholder("a")

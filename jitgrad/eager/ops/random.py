@@ -24,7 +24,7 @@ from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops._binary import binary, unary
 from jitgrad.eager.ops.creation import check_device, finish, size_of
-from jitgrad.eager.ops.registry import TensorMeta, register
+from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
 from jitgrad.eager.tensor import CPU, Tensor
 
 
@@ -342,6 +342,24 @@ BERNOULLI = register("bernoulli", _bernoulli_forward, _zero_grads, inputs=("inpu
                      meta=lambda probabilities, p, generator: TensorMeta(probabilities.shape,
                                                                          probabilities.dtype),
                      source="derivatives.yaml bernoulli: self gets zeros_like(grad)")
+
+
+def _dropout_mask_forward(input: np.ndarray, p: float) -> np.ndarray:
+    keep = default_generator.np.random(input.shape) >= p
+    return keep.astype(input.dtype) * input.dtype.type(1.0 / (1.0 - p))
+
+
+# the draw happens in the forward, so a compiled graph runs it (an extern, never fused)
+# when the graph runs: eager and compiled code consume the generator in the same order
+DROPOUT_MASK = register("dropout_mask", _dropout_mask_forward, None, impure=True,
+                        meta=lambda x, p: TensorMeta(x.shape, x.dtype),
+                        source="inverted dropout (Srivastava et al. 2014): keep/(1-p)")
+
+
+def dropout_mask(input: Tensor, p: float) -> Tensor:
+    """Shape and float dtype of `input`: 1/(1-p) where an element is kept (probability
+    1-p, drawn from the default generator), else 0. Not differentiable; 0 <= p < 1."""
+    return apply_op(DROPOUT_MASK, (input,), (input._data,), {"p": p})
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None

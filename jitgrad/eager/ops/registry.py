@@ -62,16 +62,22 @@ class OpDef:
     meta:     the shape/dtype rule, `(TensorMeta or scalar per input, **params) ->
               TensorMeta` (a tuple for multi-output ops); by default inferred by running
               the forward on zero-stride arrays (see `infer_meta`).
+    impure:   the forward has an effect besides its result (a random op draws from the
+              default generator): a graph keeps it even unused and never fuses it, so it
+              draws at run time, in eager's order.
     """
 
     __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_plan",
-                 "input_names", "source", "node_class", "num_outputs", "differentiable", "meta")
+                 "input_names", "source", "node_class", "num_outputs", "differentiable", "meta",
+                 "impure")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
                  saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
                  node_name: str | None = None, inputs: tuple[str, ...] | None = None,
-                 meta: Callable | None = None, saved_for: dict[str, str] | None = None) -> None:
+                 meta: Callable | None = None, saved_for: dict[str, str] | None = None,
+                 impure: bool = False) -> None:
         self.name = name
+        self.impure = impure
         self.meta = meta
         self.forward = forward
         self.backward = backward
@@ -148,7 +154,8 @@ class TensorMeta(NamedTuple):
 def register(name: str, forward: Callable, backward: Callable | None = None, *,
              saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
              node_name: str | None = None, inputs: tuple[str, ...] | None = None,
-             meta: Callable | None = None, saved_for: dict[str, str] | None = None) -> OpDef:
+             meta: Callable | None = None, saved_for: dict[str, str] | None = None,
+             impure: bool = False) -> OpDef:
     """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
 
     inputs: names of the forward's tensor operands, needed when `forward` is a numpy
@@ -158,7 +165,7 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
     """
     assert name not in OPS, f"op {name!r} is defined twice"
     op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta,
-               saved_for)
+               saved_for, impure)
     OPS[name] = op
     return op
 
