@@ -247,6 +247,11 @@ def _logical_not(e: Emitter, x: str) -> str:
     return f"({x} == 0)"
 
 
+@lowers("detach")
+def _detach(e: Emitter, x: str) -> str:
+    return x  # a stop-gradient: the value unchanged
+
+
 @lowers("to_dtype")
 def _to_dtype(e: Emitter, x: str, np_dtype: np.dtype) -> str:
     # the kernel's cast to the output dtype converts; bool needs a comparison

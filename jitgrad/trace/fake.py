@@ -174,7 +174,21 @@ class FakeTensor(Tensor):
 
     @property
     def node(self) -> GraphNode:
-        return self.__dict__["storage"].node
+        """The graph node of this tensor's current value. For a `.detach()`/`.data` alias of
+        a tensor that requires grad, read with grad mode on, a `detach` node of it (a
+        stop-gradient, made once per value), so graph ops reading the alias give it no
+        gradient, as in eager."""
+        storage = self.__dict__["storage"]
+        alias = self.__dict__.get("alias_of")
+        if alias is None or not (STATE.enabled and alias[0]._requires_grad) or \
+                STATE.recorder is None:
+            return storage.node
+        cached = self.__dict__.get("detached")
+        if cached is None or cached[0] is not storage.node:
+            detached = STATE.recorder._node(OPS["detach"], (storage.node,), {})
+            detached.meta["val"] = self
+            cached = self.__dict__["detached"] = (storage.node, detached)
+        return cached[1]
 
     @property
     def storage(self) -> FakeStorage:

@@ -117,6 +117,9 @@ PERMUTE = register("permute", lambda x, dims: np.transpose(x, dims), _permute_ba
                    source="inverse permutation")
 EXPAND = register("expand", _expand_forward, _expand_backward, source="sum over broadcast dims")
 CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
+# the stop-gradient of `Tensor.detach()` / `.data` in compiled graphs: the same values, no
+# derivative (eager's detach makes a Tensor without history and needs no op)
+DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative")
 
 
 # ----- reshape family ----------------------------------------------------------------
