@@ -150,7 +150,7 @@ def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
     """The runner statements after the graph call (see Note [Graph break protocol]).
 
     expr(var) renders a Var as a Python expression; make_resume(offset, n_stack, names,
-    with_blocks) names the resume function for one target; trampoline(var) names a
+    with_blocks, null_slots) names the resume function for one target; trampoline(var) names a
     compiled wrapper for a user function called at the break (or None to call the value
     itself); const(value, hint) names any other object the statements need.
     """
@@ -164,10 +164,10 @@ def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
     exits = [v for v in below if isinstance(v, GradModeExitVar)]
     below = [v for v in below if not isinstance(v, GradModeExitVar)]
     with_blocks = tuple((set_grad_enabled, (e.enabled,)) for e in exits)
-    if any(isinstance(v, NullVar) for v in below):
-        raise Unsupported("UNSUPPORTED_BREAK", "a graph break inside the arguments of "
-                          "another call", "split the expression into two statements")
-    lines = [f"__s{i} = {expr(var)}" for i, var in enumerate(below)]
+    # a break inside the arguments of another call: the NULLs of the pending calls are
+    # pushed again by the resume function's prologue, not passed
+    null_slots = tuple(i for i, var in enumerate(below) if isinstance(var, NullVar))
+    lines = [f"__s{i} = {expr(var)}" for i, var in enumerate(below) if i not in null_slots]
     # a name live on some path (e.g. through a with/except handler) but not bound yet at
     # the break stays a plain, unbound local of the resume function, as in the original
     names_by_target = [[n for n in live_names(fn, offset) if n in tx.locals]
@@ -175,11 +175,11 @@ def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,
     for name in sorted({n for names in names_by_target for n in names}):
         if name in tx.locals:
             lines.append(f"__l_{name} = {expr(tx.locals[name])}")
-    stack_args = [f"__s{i}" for i in range(len(below))]
+    stack_args = [f"__s{i}" for i in range(len(below)) if i not in null_slots]
 
     def resume_call(index: int, stack: list[str]) -> str:
-        resume = make_resume(plan.resume_offsets[index], len(stack), names_by_target[index],
-                             with_blocks)
+        resume = make_resume(plan.resume_offsets[index], len(stack) + len(null_slots),
+                             names_by_target[index], with_blocks, null_slots)
         args = stack + [_local_arg(tx, n) for n in names_by_target[index]]
         return f"return {resume}({', '.join(args)})"
 
@@ -248,15 +248,18 @@ def _render_call(tx: Translator, operands: list[Var], expr: Any, trampoline: Any
 
 
 def resume_function(fn: types.FunctionType, offset: int, n_stack: int, names: list[str],
-                    with_blocks: tuple = ()) -> types.FunctionType:
+                    with_blocks: tuple = (), null_slots: tuple[int, ...] = ()
+                    ) -> types.FunctionType:
     """A function running `fn`'s code from `offset` with `n_stack` stack values and `names`,
-    re-entering `with_blocks` ((factory, args) per active grad-mode block) first."""
+    re-entering `with_blocks` ((factory, args) per active grad-mode block) first; the
+    stack values at `null_slots` are NULLs of pending calls (not arguments)."""
     line = _line_of(fn, offset)
     base = fn.__code__.co_name
     if base.startswith("resume_in_"):  # a resume function split again keeps the user's name
         base = base[len("resume_in_"):].rsplit("_at_", 1)[0]
     name = f"resume_in_{base}_at_{line}"
-    code = build_resume_code(fn.__code__, offset, n_stack, names, with_blocks, name=name)
+    code = build_resume_code(fn.__code__, offset, n_stack, names, with_blocks,
+                             null_slots=null_slots, name=name)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
     closure = tuple(cells[n] for n in code.co_freevars) or None
     return types.FunctionType(code, fn.__globals__, name, None, closure)

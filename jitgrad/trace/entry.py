@@ -296,11 +296,12 @@ class CompiledFunction:
         return build_runner(fn, inputs, body, compiled, env)
 
     def _resume(self, offset: int, n_stack: int, names: list[str],
-                with_blocks: tuple = ()) -> CompiledFunction:
+                with_blocks: tuple = (), null_slots: tuple[int, ...] = ()) -> CompiledFunction:
         """The compiled resume function for one break target (made once per target)."""
-        key = (offset, n_stack, tuple(names), with_blocks)
+        key = (offset, n_stack, tuple(names), with_blocks, null_slots)
         if key not in self._resumes:
-            fn = breaks.resume_function(self._function, offset, n_stack, names, with_blocks)
+            fn = breaks.resume_function(self._function, offset, n_stack, names, with_blocks,
+                                        null_slots)
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             # numbers handed over on the stack (e.g. a `.item()` result) are graph inputs
             # from the start: they come from data, so they change (Note [Unspecialized numbers])
