@@ -296,7 +296,10 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     header = [f"# jitgrad kernel {group.name} over {list(group.shape)} reducing dims "
               f"{spec.dims} ({spec.kind}): {len(group.nodes)} fused node(s)"]
     header += [f"#   {describe_node(n)}" for n in group.nodes]
-    header += [f"# {op.name} = %{op.node.name} ({op.space})" for op in source.operands]
+    roles = {"out0": "per-row losses of ", "out1": "per-row weights of "} \
+        if spec.kind == "cross_entropy" else {}
+    header += [f"# {op.name} = {roles.get(op.name, '')}%{op.node.name} ({op.space})"
+               for op in source.operands]
     strided = source.strided
     params = [op.name for op in source.operands]
     if spec.kind == "cross_entropy":
