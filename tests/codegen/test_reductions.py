@@ -287,3 +287,20 @@ def test_random_reductions_match_eager(case):
     with np.errstate(all="ignore"):
         assert_matches(compiled(x), fn(x, dims, keep), np.float32)
     assert len(reduction_groups(produced)) == 1
+
+
+def test_prologues_with_broadcast_inputs():
+    rng = np.random.default_rng(8)
+    x = jg.tensor(rng.standard_normal((5, 7)).astype(np.float32))
+    row = jg.tensor(rng.standard_normal(7).astype(np.float32))
+    col = jg.tensor(rng.standard_normal((5, 1)).astype(np.float32))
+
+    def fn(x, row, col):
+        # row broadcasts along the kept dim 0, col along the reduced dim 1 (stride 0 rows)
+        return (x * row).sum(0), (x - col).amax(1), (x * row - col).sum(1)
+
+    compiled, produced = compile_numba(fn)
+    assert_matches(compiled(x, row, col), fn(x, row, col), np.float32)
+    groups = reduction_groups(produced)
+    assert [[n.target.name for n in g.nodes] for g in groups] == [
+        ["mul", "sum"], ["sub", "amax"], ["mul", "sub", "sum"]]
