@@ -459,9 +459,22 @@ def _builtin_len(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     return ConstVar(len(constant(tx, value)))
 
 
+def _number_type(var: Var) -> type | None:
+    """The Python type of a number that became a graph input (its type is guarded)."""
+    if isinstance(var, TensorVar) and isinstance(var.fake, FakeNumber):
+        example = var.fake.__dict__.get("value")
+        if example is not None:
+            return type(example)
+        return {"b": bool, "i": int, "u": int}.get(var.fake._data.dtype.kind, float)
+    return None
+
+
 def _builtin_isinstance(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     value, classes = args
     classes = constant(tx, classes)
+    number_type = _number_type(value)
+    if number_type is not None:  # a Python number, whatever stands for it in the graph
+        return ConstVar(issubclass(number_type, classes))
     if isinstance(value, TensorVar):
         return ConstVar(isinstance(value.fake, classes))
     kinds = {TupleVar: tuple, ListVar: list, DictVar: dict}
@@ -528,6 +541,8 @@ def _builtin_print(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 
 def _constant_builtin(fn: Any) -> Any:
     def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        if fn is builtins.type and len(args) == 1 and _number_type(args[0]) is not None:
+            return ConstVar(_number_type(args[0]))
         if any(isinstance(a, TensorVar) for a in args):
             if fn in (builtins.float, builtins.int, builtins.bool):
                 raise Unsupported("TENSOR_TO_PYTHON", f"{fn.__name__}(tensor) needs the "

@@ -148,6 +148,12 @@ class CompiledFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._bound_self is not None:
+            if self._original is self._bound_self and _has_hooks(self._bound_self):
+                # the graph would skip the module's own hooks: run it as eager does
+                _warn_once(f"jitgrad.compile: {type(self._original).__name__} has forward "
+                           "or backward hooks, so it runs eagerly (hooks on its submodules "
+                           "are fine to compile around)")
+                return self._original(*args, **kwargs)
             args = (self._bound_self, *args)
         if self._grad_mode is None or STATE.enabled == self._grad_mode:
             return self._call(args, kwargs)
@@ -344,6 +350,12 @@ class CompiledFunction:
 
 def _named_const(env: _RunnerEnv, compiled: CompiledFunction) -> str:
     return env.const(compiled, "".join(c if c.isalnum() else "_" for c in compiled.__name__))
+
+
+def _has_hooks(module: Any) -> bool:
+    return bool(getattr(module, "_forward_hooks", None) or
+                getattr(module, "_forward_pre_hooks", None) or
+                getattr(module, "_backward_hooks", None))
 
 
 def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:

@@ -4,6 +4,7 @@ module with hooks the graph cannot run is not inlined (it runs eagerly, hooks an
 import warnings
 
 import numpy as np
+import pytest
 
 import jitgrad as jg
 
@@ -29,3 +30,11 @@ def test_a_module_with_a_full_backward_hook_runs_its_hook():
     out.backward()
     assert len(seen) == 1
     np.testing.assert_array_equal(seen[0], np.ones((1, 2), np.float32))
+
+
+def test_a_compiled_module_with_its_own_forward_hook_runs_the_hook():
+    net = jg.nn.Linear(3, 4)
+    net.register_forward_hook(lambda module, inputs, output: output * 0)
+    with pytest.warns(UserWarning, match="has forward or backward hooks"):
+        out = jg.compile(net)(jg.ones(2, 3))
+    assert not out.detach().numpy().any()
