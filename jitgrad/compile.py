@@ -8,6 +8,7 @@ pointwise chains into compiled kernels (jitgrad.codegen); any callable
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,8 @@ register_backend("numba", numba_backend)
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noqa: A001
-            fullgraph: bool = False, dynamic: bool | None = None) -> Any:
+            fullgraph: bool = False, dynamic: bool | None = None, mode: str | None = None,
+            options: dict[str, Any] | None = None, disable: bool = False) -> Any:
     """Compile `fn` (a function, bound method or nn.Module) by capturing its bytecode.
 
     Usable as `@jitgrad.compile` or `@jitgrad.compile(backend="eager", fullgraph=True)`.
@@ -31,9 +33,18 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noq
     callable`; None means `jitgrad.config.DEFAULT_BACKEND` ("numba").
     fullgraph: raise `CompileError` (a RuntimeError) at the first construct that cannot be
     captured, instead of running that part eagerly.
-    dynamic: accepted for compatibility with torch.compile; shapes are static.
+    dynamic, mode, options: accepted for compatibility with torch.compile; shapes are
+    static (a new shape recompiles) and there is one mode, so a value other than the
+    default warns once. disable=True returns `fn` itself, as torch.compile does.
     Set JITGRAD_DISABLE=1 to run every compiled function eagerly.
     """
+    if disable:
+        return fn if fn is not None else (lambda f: f)
+    for name, value in (("dynamic", dynamic), ("mode", mode), ("options", options)):
+        if value:
+            warnings.warn(f"jitgrad.compile: {name}={value!r} is accepted for torch.compile "
+                          "compatibility and ignored (jitgrad specializes on shapes and has "
+                          "one mode)", UserWarning, stacklevel=2)
     if backend is None:
         backend = config.DEFAULT_BACKEND
     if fn is None:

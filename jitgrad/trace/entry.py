@@ -25,6 +25,8 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
+import os
+import sys
 import time
 import types
 import warnings
@@ -139,12 +141,42 @@ class CompiledFunction:
 
     def __getattr__(self, name: str) -> Any:
         """A compiled nn.Module forwards other attributes to the module (`model.eval()`,
-        `.parameters()`, `.state_dict()`), as torch.compile's OptimizedModule does."""
+        `.parameters()`, `.state_dict()`), as torch.compile's OptimizedModule does; a
+        method returning the module itself (`eval`, `train`, `to`) returns this compiled
+        module, so `model = jitgrad.compile(m).eval()` stays compiled. `_orig_mod` is the
+        module."""
+        module = self._module()
+        if module is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        if name == "_orig_mod":
+            return module
+        value = getattr(module, name)
+        if not isinstance(value, types.MethodType) or value.__self__ is not module:
+            return value
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            result = value(*args, **kwargs)
+            return self if result is module else result
+
+        return method
+
+    def _module(self) -> Any:
         original = self.__dict__.get("_original")
         if original is not None and hasattr(original, "_modules") and \
                 original is self.__dict__.get("_bound_self"):
-            return getattr(original, name)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+            return original
+        return None
+
+    def __getitem__(self, index: Any) -> Any:
+        module = self._module()
+        if module is None:
+            raise TypeError(f"'{type(self).__name__}' object is not subscriptable")
+        return module[index]
+
+    def __repr__(self) -> str:
+        module = self._module()
+        inner = repr(module) if module is not None else self._qualname()
+        return f"CompiledFunction({inner})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._bound_self is not None:
@@ -191,7 +223,13 @@ class CompiledFunction:
             if err.kind != "USER_ERROR":  # the eager call below raises the user's error itself
                 cache.eager_reason = reason.message
                 _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-            return self._function(*args, **kwargs)
+                return self._function(*args, **kwargs)
+            result = self._function(*args, **kwargs)
+            # eager ran it: the error was the tracer's (e.g. a builtin it cannot apply to a
+            # traced value), so the frame stays eager rather than being traced every call
+            cache.eager_reason = reason.message
+            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
+            return result
         except Exception as err:  # a bug in the compiler or the backend: never the user's loss
             if self._fullgraph:
                 raise CompileError(f"jitgrad internal error while compiling "
@@ -385,7 +423,19 @@ _WARNED: set[str] = set()
 def _warn_once(message: str) -> None:
     if message not in _WARNED:
         _WARNED.add(message)
-        warnings.warn(message, UserWarning, stacklevel=4)
+        warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel of the first caller outside jitgrad and its generated
+    runners (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE_DIR, "<jitgrad")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ----- the graph's outputs and the runner -------------------------------------------------
