@@ -219,17 +219,7 @@ class CompiledFunction:
             reason = _break_reason(err)
             if self._fullgraph:
                 raise CompileError(str(reason)) from None
-            report.record_outcome(report.FrameOutcome(self._qualname(), "eager", reason.message))
-            if err.kind != "USER_ERROR":  # the eager call below raises the user's error itself
-                cache.eager_reason = reason.message
-                _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-                return self._function(*args, **kwargs)
-            result = self._function(*args, **kwargs)
-            # eager ran it: the error was the tracer's (e.g. a builtin it cannot apply to a
-            # traced value), so the frame stays eager rather than being traced every call
-            cache.eager_reason = reason.message
-            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-            return result
+            user_error = err.kind == "USER_ERROR"
         except Exception as err:  # a bug in the compiler or the backend: never the user's loss
             if self._fullgraph:
                 raise CompileError(f"jitgrad internal error while compiling "
@@ -240,11 +230,25 @@ class CompiledFunction:
             _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
                        "(please report it with JITGRAD_LOGS=all output)")
             return self._function(*args, **kwargs)
-        cache.entries.insert(0, entry)
-        cache.compiles += 1
-        _TOTAL["compiles"] += 1
-        report.record_outcome(report.FrameOutcome(self._qualname(), "compiled"))
-        return entry.run(*args, **kwargs)
+        else:
+            cache.entries.insert(0, entry)
+            cache.compiles += 1
+            _TOTAL["compiles"] += 1
+            report.record_outcome(report.FrameOutcome(self._qualname(), "compiled"))
+            return entry.run(*args, **kwargs)
+        # the frame runs eagerly; outside the handler, so a user's error raised by the eager
+        # run below does not come chained to the tracer's exception
+        report.record_outcome(report.FrameOutcome(self._qualname(), "eager", reason.message))
+        if not user_error:
+            cache.eager_reason = reason.message
+            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
+            return self._function(*args, **kwargs)
+        result = self._function(*args, **kwargs)  # raises the user's error if it is theirs
+        # eager ran it: the error was the tracer's (e.g. a builtin it cannot apply to a traced
+        # value), so the frame stays eager rather than being traced every call
+        cache.eager_reason = reason.message
+        _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
+        return result
 
     def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
         failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
