@@ -6,8 +6,9 @@ captured one with each fusion group replaced by one call of its `Kernel` (plus
 `operator.getitem` picks when the group writes several outputs). Every other node stays
 as it was, an extern run through its target (OpDefs eagerly, on materialized Tensors),
 so an op without a lowering never fails the compile; the wrapper's generated code deletes
-each intermediate after its last use. softmax, log_softmax and layer_norm over the last
-dim run on the row kernels of `reductions.py` (a `RowKernel` in place of the OpDef).
+each intermediate after its last use. Reductions with their pointwise prologues and
+epilogues are fusion groups too (Note [Reduction fusion]; kernels in `reductions.py`).
+A kernel numba fails to compile makes its graph run with eager ops, with one warning.
 A graph whose inputs require grad (with grad enabled) is split into forward and
 backward graphs (Note [Joint graphs] in autograd.py), each compiled this way, and runs
 as a `CompiledRegion` with one autograd node; when its backward cannot be built, it runs
@@ -27,7 +28,6 @@ from jitgrad import config
 from jitgrad.codegen.autograd import compile_region
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
-from jitgrad.codegen.reductions import row_kernel_for
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import Unsupported
@@ -126,7 +126,7 @@ def build_wrapper_graph(graph: Graph, groups: list[FusionGroup],
         elif node.op == "output":
             wrapper.output(copy(node.args))
         else:
-            target = row_kernel_for(node) or node.target
+            target = node.target
             copies[node] = _copy_meta(node, wrapper.call_function(
                 target, copy(node.args), copy(node.kwargs), name=node.name))
     return wrapper

@@ -822,13 +822,3 @@ class ReductionKernel:
             return flat, offset, [0 if d in dims else s for d, s in enumerate(step)]
         it = iter(step)
         return flat, offset, [0 if d in dims else next(it) for d in range(len(self.shape))]
-
-
-def row_kernel_for(node: Node) -> None:
-    """The callee replacing graph node `node` in the wrapper: None, the node keeps its op.
-
-    softmax, log_softmax and layer_norm over the last dim used to run on row kernels
-    here; they are reduction groups now (Note [Reduction fusion]), whose kernels cover
-    every dim and layout, so a node reaching the wrapper as an extern stays eager.
-    """
-    return None
