@@ -84,7 +84,7 @@ def test_mlp_with_cross_entropy(dtype):
     assert any(isinstance(p, CompiledRegion) for p in produced)
 
 
-@pytest.mark.parametrize("dtype", [jg.float32, jg.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("dtype", [jg.float32], ids=["float32"])  # float64: MLP, embedding
 def test_attention_block(dtype):
     rng = np.random.default_rng(1)
     x_data = rng.normal(size=(2, 4, 8))

@@ -195,7 +195,9 @@ def char_gru_eager():
 def test_char_gru_forward_compiles_to_one_graph_and_trains(char_gru_eager):
     result = char_gru_eager
     inputs, targets = next(iter(result["loader"]))
-    report = jg.explain(result["model"])(inputs, targets)
+    # capture is what this checks (the unrolled time loop is one graph): the eager backend
+    # saves the numba compiles, which the char MLP and attention block tests cover
+    report = jg.explain(jg.compile(result["model"], backend="eager"))(inputs, targets)
     assert (report.graph_count, report.graph_break_count) == (1, 0)
     losses = result["losses"]
     assert len(losses) == 8 and losses[-1] < losses[0]
@@ -203,7 +205,7 @@ def test_char_gru_forward_compiles_to_one_graph_and_trains(char_gru_eager):
     np.testing.assert_allclose(losses[0], math.log(13), rtol=0.15)
 
 
-@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("backend", ["eager"])  # numba: 38 s of compiles from a cold cache
 def test_char_gru_compiled_training_matches_eager(backend, char_gru_eager):
     jg.reset()
     compiled = run_program("char_gru.py", "--steps", "4", "--compile", backend)
