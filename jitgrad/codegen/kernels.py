@@ -88,15 +88,23 @@ def _element_body(group: FusionGroup) -> list[str]:
     for k, node in enumerate(group.inputs):
         names[node] = f"x{k}"
         lines.append(f"x{k} = {{in{k}}}")
-    for k, node in enumerate(group.nodes):
+    lines += node_statements(group.nodes, names, "v")
+    for k, node in enumerate(group.outputs):
+        lines.append(f"{{out{k}}} = {names[node]}")
+    return lines
+
+
+def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[str]:
+    """One statement per node, `{prefix}{k} = np.<dtype>(<lowered expression>)`, reading
+    the kernel locals in `names` (updated with each node's local)."""
+    lines = []
+    for k, node in enumerate(nodes):
         expression = lower_node(node, names)
         assert expression is not None, f"{node!r} was grouped but does not lower"
         dtype = node.meta["val"].dtype.np
-        names[node] = f"v{k}"
+        names[node] = f"{prefix}{k}"
         cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
-        lines.append(f"v{k} = {cast}  # %{node.name}")
-    for k, node in enumerate(group.outputs):
-        lines.append(f"{{out{k}}} = {names[node]}")
+        lines.append(f"{prefix}{k} = {cast}  # %{node.name}")
     return lines
 
 

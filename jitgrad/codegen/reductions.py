@@ -65,8 +65,13 @@ import numpy as np
 from jitgrad import config
 from jitgrad.codegen import cache
 from jitgrad.codegen.fusion import FusionGroup, ReductionSpec, describe_node
-from jitgrad.codegen.kernels import FASTMATH, PARALLEL_THRESHOLD, coalesce, flat_view
-from jitgrad.codegen.lowering import lower_node
+from jitgrad.codegen.kernels import (
+    FASTMATH,
+    PARALLEL_THRESHOLD,
+    coalesce,
+    flat_view,
+    node_statements,
+)
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Node
 
@@ -209,7 +214,7 @@ class _Source:
                     and self._reads_in_prologue(op.node):
                 names[op.node] = f"x{op.name[2:]}"
                 lines.append(f"{names[op.node]} = {{{op.name}}}")
-        lines += _statements(self.prologue, names, "p")
+        lines += node_statements(self.prologue, names, "p")
         lines.append(f"v = {names[self.spec.source]}")
         return lines
 
@@ -226,23 +231,11 @@ class _Source:
                     and any(op.node in n.all_input_nodes for n in self.epilogue):
                 names[op.node] = f"y{op.name[2:]}"
                 lines.append(f"{names[op.node]} = {{{op.name}}}")
-        lines += _statements(self.epilogue, names, "e")
+        lines += node_statements(self.epilogue, names, "e")
         for op in self.strided:
             if op.name.startswith("out"):
                 lines.append(f"{{{op.name}}} = {names[op.node]}")
         return lines
-
-
-def _statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[str]:
-    lines = []
-    for k, node in enumerate(nodes):
-        expression = lower_node(node, names)
-        assert expression is not None, f"{node!r} was grouped but does not lower"
-        dtype = node.meta["val"].dtype.np
-        names[node] = f"{prefix}{k}"
-        cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
-        lines.append(f"{prefix}{k} = {cast}  # %{node.name}")
-    return lines
 
 
 @dataclass

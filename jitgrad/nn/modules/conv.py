@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from jitgrad.eager.ops.creation import empty
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
-from jitgrad.nn import init
 from jitgrad.nn.functional_conv import _pair
+from jitgrad.nn.modules.linear import reset_weight_and_bias
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.parameter import Parameter
 
@@ -48,11 +47,7 @@ class Conv2d(Module):
 
     def reset_parameters(self) -> None:
         """Redraw weight and bias from PyTorch's default distribution."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,

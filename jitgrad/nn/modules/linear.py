@@ -45,11 +45,7 @@ class Linear(Module):
 
     def reset_parameters(self) -> None:
         """Redraw weight and bias from PyTorch's default distribution."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
@@ -57,6 +53,17 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+
+def reset_weight_and_bias(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default init of Linear and ConvNd: weight kaiming-uniform with a=sqrt(5)
+    (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)); in place."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
 
 
 __all__ = ["Identity", "Linear"]
