@@ -7,6 +7,7 @@ generators; these answer as PyTorch does on a machine without CUDA.
 from __future__ import annotations
 
 from jitgrad import amp  # torch.cuda.amp.GradScaler (disabled without CUDA)
+from jitgrad.refusal import refused
 
 
 def is_available() -> bool:
@@ -32,10 +33,8 @@ def is_bf16_supported() -> bool:
     return False
 
 
-def synchronize(device: object = None) -> None:
-    """Raises RuntimeError, as PyTorch does without CUDA."""
-    raise RuntimeError("jitgrad runs on the CPU only: torch.cuda.synchronize needs a CUDA "
-                       "device (jitgrad.cuda.is_available() is False)")
+synchronize = refused("torch.cuda.synchronize", "jitgrad runs on the CPU only: it needs a "
+                      "CUDA device (jitgrad.cuda.is_available() is False)")
 
 
 __all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all",

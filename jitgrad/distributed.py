@@ -6,11 +6,11 @@ calls them only when launched with torchrun; importing works, calling raises.
 
 from __future__ import annotations
 
-from typing import Any
+from jitgrad.refusal import refused
 
-ERR_SINGLE_PROCESS = ("{name}: jitgrad runs in a single process on the CPU and has no "
-                      "torch.distributed backend; launch the script with plain `python` "
-                      "(not torchrun) so it takes its single-process path")
+SINGLE_PROCESS = ("jitgrad runs in a single process on the CPU and has no torch.distributed "
+                  "backend; launch the script with plain `python` (not torchrun) so it takes "
+                  "its single-process path")
 
 
 def is_available() -> bool:
@@ -23,14 +23,8 @@ def is_initialized() -> bool:
     return False
 
 
-def init_process_group(*args: Any, **kwargs: Any) -> None:
-    """Raises RuntimeError: there are no other processes to join."""
-    raise RuntimeError(ERR_SINGLE_PROCESS.format(name="torch.distributed.init_process_group"))
-
-
-def destroy_process_group(*args: Any, **kwargs: Any) -> None:
-    """Raises RuntimeError: no process group was created."""
-    raise RuntimeError(ERR_SINGLE_PROCESS.format(name="torch.distributed.destroy_process_group"))
+init_process_group = refused("torch.distributed.init_process_group", SINGLE_PROCESS)
+destroy_process_group = refused("torch.distributed.destroy_process_group", SINGLE_PROCESS)
 
 
 __all__ = ["is_available", "is_initialized", "init_process_group", "destroy_process_group"]

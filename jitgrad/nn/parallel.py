@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitgrad.distributed import ERR_SINGLE_PROCESS
+from jitgrad.distributed import SINGLE_PROCESS
 from jitgrad.nn.modules.module import Module
 
 
@@ -16,8 +16,7 @@ class DistributedDataParallel(Module):
     """Raises RuntimeError when constructed: jitgrad has no process group."""
 
     def __init__(self, module: Module, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError(ERR_SINGLE_PROCESS.format(
-            name="torch.nn.parallel.DistributedDataParallel"))
+        raise RuntimeError(f"torch.nn.parallel.DistributedDataParallel: {SINGLE_PROCESS}")
 
 
 class DataParallel(Module):
