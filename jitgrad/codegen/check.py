@@ -28,7 +28,9 @@ by the input whose gradient differs.
 
 What the user gets: the compiled values when they match. On a difference, JITGRAD_CHECK=
 raise (the default, also for `backend="check"`) raises CheckError (a RuntimeError) with
-the report; JITGRAD_CHECK=warn warns (CheckWarning) and returns eager's values, so the
+the report; JITGRAD_CHECK=warn warns (CheckWarning, once per node, at the node's user
+line) and returns eager's values (a region whose forward differs runs eagerly for that
+call, autograd included; a differing backward returns eager autograd's gradients), so the
 program goes on with correct numbers. Costs, only in check mode: every graph runs twice
 (three times when training), and a difference costs two node-by-node runs and a few
 kernel compiles. `allow_in_graph` functions in a checked graph run once per run.
@@ -36,6 +38,7 @@ kernel compiles. `allow_in_graph` functions in a checked graph run once per run.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -147,12 +150,19 @@ def _action() -> str:
     return config.CHECK or "raise"
 
 
-def _report(mismatch: Mismatch) -> None:
-    """Raise CheckError, or warn (CheckWarning) when JITGRAD_CHECK=warn."""
-    if _action() == "warn":
-        warnings.warn(str(mismatch), CheckWarning, stacklevel=3)
+def _report(mismatch: Mismatch, warned: set[str]) -> None:
+    """Raise CheckError; with JITGRAD_CHECK=warn, warn (CheckWarning) at the node's user
+    line instead, once per node of a checked program (`warned`: the nodes warned about)."""
+    if _action() != "warn":
+        raise CheckError(str(mismatch))
+    if mismatch.node.name in warned:
         return
-    raise CheckError(str(mismatch))
+    warned.add(mismatch.node.name)
+    location = mismatch.node.meta.get("source")
+    if location is None:
+        warnings.warn(str(mismatch), CheckWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(str(mismatch), CheckWarning, location.filename, location.lineno)
 
 
 class CheckedGraph:
@@ -171,6 +181,7 @@ class CheckedGraph:
         self.label = label
         self.oracle = GraphModule(graph, attrs).forward
         self.fusion_groups = getattr(compiled, "fusion_groups", ())
+        self.warned: set[str] = set()
 
     def __call__(self, *inputs: Any) -> tuple:
         before = default_generator.get_state()
@@ -186,7 +197,7 @@ class CheckedGraph:
         default_generator.set_state(after)
         if mismatch is None:
             return outputs
-        _report(mismatch)
+        _report(mismatch, self.warned)
         return expected
 
     def _search(self, inputs: tuple, outputs: tuple, nodes: tuple,
@@ -283,8 +294,7 @@ def _run_node(node: Node, values: dict[Node, Any], eager: dict[Node, Any] | None
     kwargs = map_arg(node.kwargs, values.__getitem__)
     if eager is None:
         return node.target(*args, **kwargs)
-    if not isinstance(node.target, OpDef) and node.target.__module__ not in ("_operator",
-                                                                             "operator"):
+    if not isinstance(node.target, OpDef) and node.target is not operator.getitem:
         return to_float64(eager[node])
     try:
         return node.target(*args, **kwargs)
@@ -355,6 +365,7 @@ class CheckedRegion:
         self.region_attrs = gm.attrs
         self.oracle = gm.forward
         self.fusion_groups = region.fusion_groups
+        self.warned: set[str] = set()
 
     def __call__(self, *inputs: Any) -> tuple:
         region = self.region
@@ -376,8 +387,10 @@ class CheckedRegion:
             return outputs
         _report(Mismatch(*differing, "region", note=(
             "the joint forward graph (codegen/autograd.py) computes this output differently "
-            "from the captured graph")))
-        return tuple(expected)
+            "from the captured graph")), self.warned)
+        default_generator.set_state(before)
+        with enable_grad():  # eager autograd through the caller's own tensors
+            return self.oracle(*inputs)
 
     def _differing_output(self, inputs: tuple, outputs: tuple, expected: list[Any],
                           rng_state: Tensor) -> tuple[Node, Difference] | None:
@@ -426,7 +439,7 @@ class _GradientCheck:
                     f"jitgrad check: the compiled gradient of input %{node.name} differs from "
                     "eager autograd's"), note=(
                     "every kernel of the backward graph matched its eager node, so the "
-                    "backward graph itself (codegen/autograd.py) differs")))
+                    "backward graph itself (codegen/autograd.py) differs")), self.checked.warned)
                 return tuple(oracle[wanted.index(k)] if k in wanted else None
                              for k in range(len(joint.grad_inputs)))
         return grads

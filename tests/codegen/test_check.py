@@ -302,3 +302,22 @@ def test_compare_accepts_rounding_and_uses_float64_for_cancellation():
     assert compare(compiled, eager, reference) is None
     assert compare(eager, compiled, reference) is not None  # the reverse is compiled's error
     assert compare(eager, compiled, scale=1e8) is None  # within 16 ulps of the inputs' 1e8
+
+
+def test_warn_mode_in_training_warns_once_at_the_user_line_and_keeps_eager_gradients(
+        monkeypatch):
+    x, = inputs((6, 4))
+    w, = inputs((4, 5), seed=1, requires_grad=True)
+    eager_w = w.detach().clone().requires_grad_()
+    relu_step(x, eager_w).backward()
+    monkeypatch.setattr(config, "CHECK", "warn")
+    monkeypatch.setitem(lowering.LOWERINGS, OPS["gt"], lambda e, a, b: f"({a} >= {b})")
+    compiled = check_compile(relu_step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            w.grad = None
+            compiled(x, w).backward()
+            np.testing.assert_array_equal(w.grad.numpy(), eager_w.grad.numpy())
+    assert [(type(c.message), os.path.basename(c.filename), c.lineno) for c in caught] == [
+        (jg.CheckWarning, HERE, line_of(relu_step, "a = jg.relu(h)"))]
