@@ -8,6 +8,8 @@ programs pass silently and return eager's values up to rounding (Note [Check tol
 
 import os
 import re
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -17,6 +19,7 @@ import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad import config
 from jitgrad.codegen import autograd, lowering
+from jitgrad.codegen import reductions as reductions_module
 from jitgrad.codegen.backend import numba_backend
 from jitgrad.codegen.check import CheckedGraph, checked
 from jitgrad.codegen.compare import compare
@@ -321,3 +324,98 @@ def test_warn_mode_in_training_warns_once_at_the_user_line_and_keeps_eager_gradi
             np.testing.assert_array_equal(w.grad.numpy(), eager_w.grad.numpy())
     assert [(type(c.message), os.path.basename(c.filename), c.lineno) for c in caught] == [
         (jg.CheckWarning, HERE, line_of(relu_step, "a = jg.relu(h)"))]
+
+
+def normalized(x):
+    centered = x - 0.5
+    m = centered.mean(1)
+    return jg.exp(m) + 1.0
+
+
+def test_a_wrong_reduction_kernel_names_the_reduction_node(monkeypatch):
+    # the mean's divisor (a runtime scalar of the reduction kernel) is off by one
+    right = reductions_module.ReductionKernel._scalar_params
+
+    def wrong(self, node):
+        params = right(self, node)
+        if self.spec.kind == "mean":
+            params[1] += 1.0
+        return params
+
+    monkeypatch.setattr(reductions_module.ReductionKernel, "_scalar_params", wrong)
+    x, = inputs((5, 6))
+    with pytest.raises(jg.CheckError) as raised:
+        check_compile(normalized)(x)
+    text = str(raised.value)
+    assert f"\n  op:      mean\n  at:      {HERE}:{line_of(normalized, 'm = centered.mean(1)')}\n" \
+        in text, text
+    assert "\n  kernel:  fused_0 of the graph (sub, mean, exp, add), source " in text, text
+
+
+def scaled_relu(x, w):
+    h = x @ w
+    return (jg.relu(h) * 3.0).sum()
+
+
+def _wrong_joint_forward(monkeypatch):
+    """The joint graph's forward multiplies by 3.003 where the user wrote 3.0."""
+    right = autograd._run_forward
+
+    def wrong(graph, example_inputs, joint, recorder, env):
+        right(graph, example_inputs, joint, recorder, env)
+        node = next(n for n in joint.nodes if n.op == "call_function" and 3.0 in n.args)
+        node.args = tuple(3.003 if a == 3.0 else a for a in node.args)
+
+    monkeypatch.setattr(autograd, "_run_forward", wrong)
+
+
+def test_a_wrong_joint_forward_graph_is_named_at_the_region_output(monkeypatch):
+    x, = inputs((6, 4))
+    w, = inputs((4, 5), seed=1, requires_grad=True)
+    _wrong_joint_forward(monkeypatch)
+    with pytest.raises(jg.CheckError) as raised:
+        check_compile(scaled_relu)(x, w)
+    text = str(raised.value)
+    assert text.startswith("jitgrad check: the compiled region computes %sum differently from "
+                           f"eager\n  node:    %sum = sum(%mul, dims=None, keepdim=False, "
+                           f"out_dtype=None)  f32[] grad  {HERE}:"), text
+    assert "\n  note:    the joint forward graph (codegen/autograd.py) computes this output " \
+           "differently from the captured graph\n" in text
+
+
+def test_warn_mode_runs_a_region_with_a_wrong_joint_forward_eagerly(monkeypatch):
+    x, = inputs((6, 4))
+    w, = inputs((4, 5), seed=1, requires_grad=True)
+    eager_w = w.detach().clone().requires_grad_()
+    expected = scaled_relu(x, eager_w)
+    expected.backward()
+    _wrong_joint_forward(monkeypatch)
+    monkeypatch.setattr(config, "CHECK", "warn")
+    with pytest.warns(jg.CheckWarning, match="the compiled region computes %sum"):
+        loss = check_compile(scaled_relu)(x, w)
+    loss.backward()
+    assert loss.item() == expected.item()
+    np.testing.assert_array_equal(w.grad.numpy(), eager_w.grad.numpy())
+
+
+def test_a_wrong_dtype_or_shape_from_a_backend_is_named(monkeypatch):
+    def fn(x):
+        return x * 2, x + 1
+
+    def float64_first(gm, example_inputs):
+        return lambda *args: (gm.forward(*args)[0].double(), gm.forward(*args)[1][None])
+
+    monkeypatch.setattr(config, "CHECK", "raise")
+    x, = inputs((3,))
+    jg.reset()
+    with pytest.raises(jg.CheckError) as raised:
+        jg.compile(fn, backend=float64_first)(x)
+    assert "\n  error:   dtype: compiled float64, eager float32\n" in str(raised.value)
+    assert "\n  outputs: %mul, %add of the graph differ\n" in str(raised.value)
+
+
+def test_the_environment_switch_is_read_by_config():
+    script = "from jitgrad import config; print(config.CHECK)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "JITGRAD_CHECK": "warn"}, check=True)
+    assert result.stdout.strip() == "warn"
