@@ -33,7 +33,8 @@ line) and returns eager's values (a region whose forward differs runs eagerly fo
 call, autograd included; a differing backward returns eager autograd's gradients), so the
 program goes on with correct numbers. Costs, only in check mode: every graph runs twice
 (three times when training), and a difference costs two node-by-node runs and a few
-kernel compiles. `allow_in_graph` functions in a checked graph run once per run.
+kernel compiles. An `allow_in_graph` function in a checked graph runs in each of these
+runs, side effects included.
 """
 
 from __future__ import annotations
