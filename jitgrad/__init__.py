@@ -63,6 +63,8 @@ cdouble = complex128
 __version__ = "0.1.0"
 
 from jitgrad.compile import (  # noqa: E402
+    CheckError,
+    CheckWarning,
     CompileError,
     allow_in_graph,
     compile,

@@ -2,8 +2,11 @@
 
 Wires the capture layer (`jitgrad.trace`) to a backend: `"eager"` runs captured graphs
 with eager ops (the correctness oracle, and autograd works through it), `"numba"` fuses
-pointwise chains into compiled kernels (jitgrad.codegen); any callable
-`(graph_module, example_inputs) -> callable(*flat_inputs) -> tuple` works too.
+pointwise chains into compiled kernels (jitgrad.codegen), `"check"` runs numba's program
+and the eager oracle side by side and names the first node that differs
+(jitgrad/codegen/check.py); any callable `(graph_module, example_inputs) ->
+callable(*flat_inputs) -> tuple` works too. JITGRAD_CHECK=1 (or warn) checks whichever
+backend is chosen ("numba" becomes "check").
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from typing import Any
 
 from jitgrad import config
 from jitgrad.codegen.backend import numba_backend
+from jitgrad.codegen.check import CheckError, CheckWarning, check_backend, checked
 from jitgrad.trace import entry, report
-from jitgrad.trace.backends import register_backend
+from jitgrad.trace.backends import lookup_backend, register_backend
 from jitgrad.trace.disabled import allow_in_graph, disable, graph_break
 from jitgrad.trace.entry import CompiledFunction, CompileError
 
 config.configure_logging()
 register_backend("numba", numba_backend)
+register_backend("check", check_backend)
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noqa: A001
@@ -29,8 +34,11 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noq
     """Compile `fn` (a function, bound method or nn.Module) by capturing its bytecode.
 
     Usable as `@jitgrad.compile` or `@jitgrad.compile(backend="eager", fullgraph=True)`.
-    backend: a name ("numba", "eager") or a callable `(graph_module, example_inputs) ->
-    callable`; None means `jitgrad.config.DEFAULT_BACKEND` ("numba").
+    backend: a name ("numba", "eager", "check") or a callable `(graph_module,
+    example_inputs) -> callable`; None means `jitgrad.config.DEFAULT_BACKEND` ("numba").
+    "check" runs the numba program and eager ops side by side and raises CheckError at the
+    first node that differs (JITGRAD_CHECK=warn: warns and returns eager's values);
+    JITGRAD_CHECK=1 checks the chosen backend.
     fullgraph: raise `CompileError` (a RuntimeError) at the first construct that cannot be
     captured, instead of running that part eagerly.
     dynamic, mode, options: accepted for compatibility with torch.compile; shapes are
@@ -45,11 +53,19 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noq
             warnings.warn(f"jitgrad.compile: {name}={value!r} is accepted for torch.compile "
                           "compatibility and ignored (jitgrad specializes on shapes and has "
                           "one mode)", UserWarning, stacklevel=2)
-    if backend is None:
-        backend = config.DEFAULT_BACKEND
+    backend = _checked_if_asked(config.DEFAULT_BACKEND if backend is None else backend)
     if fn is None:
         return lambda f: CompiledFunction(f, backend, fullgraph)
     return CompiledFunction(fn, backend, fullgraph)
+
+
+def _checked_if_asked(backend: Any) -> Any:
+    """`backend`, or its checked form when JITGRAD_CHECK is set (eager needs no check)."""
+    if config.CHECK is None or backend in ("eager", "check"):
+        return backend
+    if backend == "numba":
+        return "check"
+    return checked(lookup_backend(backend))
 
 
 def reset() -> None:
@@ -66,7 +82,7 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
     report shows a fresh compile.
     """
     compiled = fn if isinstance(fn, CompiledFunction) else CompiledFunction(
-        fn, config.DEFAULT_BACKEND, False)
+        fn, _checked_if_asked(config.DEFAULT_BACKEND), False)
 
     def run(*args: Any, **kwargs: Any) -> report.ExplainOutput:
         entry.forget(compiled)
@@ -94,4 +110,4 @@ def show(fn: Callable[..., Any]) -> str:
 
 
 __all__ = ["compile", "reset", "explain", "show", "disable", "allow_in_graph", "graph_break",
-           "CompileError", "CompiledFunction"]
+           "CompileError", "CompiledFunction", "CheckError", "CheckWarning"]

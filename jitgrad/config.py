@@ -6,6 +6,9 @@ JITGRAD_LOGS=a,b,...   log channels through the `logging` module (silent by defa
                        fusion, perf_hints; "all" enables every channel.
 JITGRAD_CACHE_DIR      where compiled kernels are cached (used by jitgrad.codegen);
                        default $XDG_CACHE_HOME/jitgrad or ~/.cache/jitgrad.
+JITGRAD_CHECK=1|raise  check mode: every compiled graph also runs with eager ops and the first
+                       differing node raises CheckError (jitgrad/codegen/check.py);
+JITGRAD_CHECK=warn     the same, but warns and continues with eager's values.
 """
 
 from __future__ import annotations
@@ -19,6 +22,24 @@ LOG_CHANNELS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode"
 
 DISABLE = os.environ.get("JITGRAD_DISABLE", "") not in ("", "0")
 LOGS = tuple(c.strip() for c in os.environ.get("JITGRAD_LOGS", "").split(",") if c.strip())
+CHECK_ACTIONS = {"1": "raise", "raise": "raise", "warn": "warn"}
+
+
+def check_action(value: str) -> str | None:
+    """The check mode a JITGRAD_CHECK value asks for: "raise", "warn", or None (off);
+    an unknown value warns and means "raise"."""
+    if value in ("", "0"):
+        return None
+    action = CHECK_ACTIONS.get(value.strip().lower())
+    if action is None:
+        warnings.warn(f"JITGRAD_CHECK={value!r}: expected 1, raise or warn; checking with "
+                      "raise", UserWarning, stacklevel=2)
+        return "raise"
+    return action
+
+
+# None (off), "raise" or "warn"; backend="check" raises unless this is "warn"
+CHECK = check_action(os.environ.get("JITGRAD_CHECK", ""))
 # default: the user's cache directory (XDG_CACHE_HOME, else ~/.cache), as pip's and numba's
 CACHE_DIR = os.environ.get("JITGRAD_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "jitgrad")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import operator
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from numba.core.errors import NumbaError
@@ -75,12 +76,19 @@ def numba_backend(gm: GraphModule, example_inputs: list[Any]) -> Any:
     Returns a CompiledGraph; a CompiledRegion when grad mode is on and an example input
     requires grad; `gm.forward` when such a graph's backward cannot be built.
     """
+    return build_program(gm, example_inputs, compile_graph)
+
+
+def build_program(gm: GraphModule, example_inputs: list[Any],
+                  compile_one: Callable[[Graph, dict[str, Any]], Any]) -> Any:
+    """`numba_backend` with each graph (captured, or the forward and backward of a joint
+    pair) compiled by `compile_one(graph, attrs)` (check mode wraps `compile_graph`)."""
     if not (STATE.enabled and any(isinstance(x, Tensor) and x.requires_grad
                                   for x in example_inputs)):
-        return compile_graph(gm.graph, gm.attrs)
+        return compile_one(gm.graph, gm.attrs)
     try:
         return compile_region(gm.graph, example_inputs,
-                              lambda graph: compile_graph(graph, graph.attrs))
+                              lambda graph: compile_one(graph, graph.attrs))
     except Unsupported as e:
         _PERF_LOG.info("graph runs with eager autograd (its backward was not compiled): %s",
                        e.message)
