@@ -7,6 +7,7 @@ generators; these answer as PyTorch does on a machine without CUDA.
 from __future__ import annotations
 
 from jitgrad import amp  # torch.cuda.amp.GradScaler (disabled without CUDA)
+from jitgrad.eager.legacy_types import CUDA_TYPES
 from jitgrad.refusal import refused
 
 
@@ -37,5 +38,7 @@ synchronize = refused("torch.cuda.synchronize", "jitgrad runs on the CPU only: i
                       "CUDA device (jitgrad.cuda.is_available() is False)")
 
 
-__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all",
+globals().update(CUDA_TYPES)  # torch.cuda.FloatTensor, ...: constructing one raises TypeError
+
+__all__ = [*CUDA_TYPES, "is_available", "device_count", "manual_seed", "manual_seed_all",
            "is_bf16_supported", "synchronize", "amp"]

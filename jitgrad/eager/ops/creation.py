@@ -464,7 +464,11 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
     """
     if dtype is None:
         return tensor_type_name(self)
-    if isinstance(dtype, str) and dtype not in dtypes.ALIASES:
+    if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dtypes.dtype):
+        if dtype.is_cuda:  # a legacy type such as jitgrad.LongTensor (eager.legacy_types)
+            check_device("cuda")
+        dtype = dtype.dtype
+    elif isinstance(dtype, str) and dtype not in dtypes.ALIASES:
         module, _, name = dtype.rpartition(".")
         if module.endswith("cuda"):
             check_device("cuda")
