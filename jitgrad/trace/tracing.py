@@ -76,6 +76,9 @@ _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linal
 # sourced graph inputs and its in-place updates are functionalized
 _TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam",
                            "jitgrad.optim.rmsprop")
+# nn.Module code (forward and the helpers it calls, e.g. BatchNorm's input check) is traced
+# like the user's own modules
+_TRACED_LIBRARY_PACKAGES = ("jitgrad.nn.modules.",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,8 +355,9 @@ class TraceContext:
     # ----- what to inline ---------------------------------------------------------------------
     def is_user_function(self, fn: Any) -> bool:
         """Functions traced by inlining: user code, and jitgrad code written to be traced."""
-        return is_user_code(fn) or isinstance(fn, types.FunctionType) and \
+        return is_user_code(fn) or isinstance(fn, types.FunctionType) and (
             fn.__module__ in _TRACED_LIBRARY_MODULES
+            or fn.__module__.startswith(_TRACED_LIBRARY_PACKAGES))
 
     def opaque_call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Var:
         """One graph node calling an `allow_in_graph` function (its body is not traced).

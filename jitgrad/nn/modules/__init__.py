@@ -15,6 +15,15 @@ from jitgrad.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from jitgrad.nn.modules.batchnorm import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+)
 from jitgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
 from jitgrad.nn.modules.conv import Conv2d
 from jitgrad.nn.modules.dropout import Dropout
@@ -37,4 +46,6 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d"]
+           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "GroupNorm"]
