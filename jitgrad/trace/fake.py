@@ -27,6 +27,11 @@ Refused, so the instruction runs eagerly at a graph break (or raises eager's err
   the write): `INPLACE_ON_VIEW`; likewise an input whose real tensor is a view;
 - a graph input, with grad mode on, that requires grad or is written a value that does
   (eager rebases autograd history there, or raises for a leaf): `INPLACE_NEEDS_AUTOGRAD`;
+  under no_grad such an input (an optimizer-style `w.sub_(lr * w.grad)`) is written like
+  any other, and stays the leaf for autograd: a read with grad mode on gives
+  `leaf_value(placeholder, written value)` (values of the write, gradient into the leaf,
+  as eager's `(x * w).sum()` after the update), and the runner writes the value back into
+  the leaf itself, which keeps requires_grad, is_leaf and gets its version bumped;
 - a tensor the trace reached without a source (a constant from outside): `INPLACE_ON_CONSTANT`;
 - an input sharing memory with another input (checked when the trace ends, not guarded
   on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
@@ -139,14 +144,16 @@ class FakeStorage:
     outside: a constant tensor the trace reached without a source (not writable);
     written: whether an in-place op wrote it; bumps: how many of those writes advance its
     version counter (not writes through `.data`, which has its own counter, as in eager);
-    tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases).
+    tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases);
+    leaf: the placeholder of an input requiring grad written under no_grad.
     See Note [Functionalized in-place ops].
     """
 
-    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors")
+    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors", "leaf")
 
     def __init__(self, node: GraphNode) -> None:
         self.node = node
+        self.leaf: GraphNode | None = None  # the placeholder of a leaf written under no_grad
         self.input: tuple[Any, Tensor] | None = None
         self.outside = False
         self.written = False
@@ -180,6 +187,9 @@ class FakeTensor(Tensor):
         gradient, as in eager."""
         storage = self.__dict__["storage"]
         alias = self.__dict__.get("alias_of")
+        if alias is None and storage.leaf is not None and STATE.enabled and \
+                STATE.recorder is not None:
+            return self._leaf_value(storage)
         if alias is None or not (STATE.enabled and alias[0]._requires_grad) or \
                 STATE.recorder is None:
             return storage.node
@@ -188,6 +198,15 @@ class FakeTensor(Tensor):
             detached = STATE.recorder._node(OPS["detach"], (storage.node,), {})
             detached.meta["val"] = self
             cached = self.__dict__["detached"] = (storage.node, detached)
+        return cached[1]
+
+    def _leaf_value(self, storage: FakeStorage) -> GraphNode:
+        """The `leaf_value` node of a leaf's current value (made once per value)."""
+        cached = self.__dict__.get("leaf_value")
+        if cached is None or cached[0] is not storage.node:
+            node = STATE.recorder._node(OPS["leaf_value"], (storage.leaf, storage.node), {})
+            node.meta["val"] = self
+            cached = self.__dict__["leaf_value"] = (storage.node, node)
         return cached[1]
 
     @property
@@ -343,6 +362,10 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
                          {"np_dtype": target._data.dtype})
     node = value.node if isinstance(value, FakeTensor) else STATE.recorder.constant_of(value)
     storage = target.storage
+    if storage.input is not None and storage.input[1]._requires_grad and storage.leaf is None:
+        # the placeholder: a write with grad on through the leaf itself is refused, and
+        # one through its `.data` leaves it a leaf as well
+        storage.leaf = storage.node
     storage.node = node
     storage.written = True
     if target.__dict__.get("alias_of", (None, ""))[1] != "data":

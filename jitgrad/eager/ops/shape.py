@@ -122,6 +122,19 @@ CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
 DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative")
 
 
+def _leaf_value_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    return (g, None)
+
+
+# in compiled graphs, a leaf that requires grad read after a no-grad in-place write: the
+# written value, with the leaf's identity for autograd (eager writes into the leaf, which
+# stays the tensor later ops differentiate against; see Note [Functionalized in-place ops]
+# in jitgrad/trace/fake.py). Eager code never records it.
+LEAF_VALUE = register("leaf_value", lambda leaf, value: value, _leaf_value_backward,
+                      source="the written value stands for the leaf: its gradient is the "
+                      "leaf's, none reaches the value written under no_grad")
+
+
 # ----- reshape family ----------------------------------------------------------------
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
