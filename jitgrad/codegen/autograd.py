@@ -41,7 +41,7 @@ from jitgrad.eager.grad_mode import STATE, no_grad, set_grad_mode
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
-from jitgrad.eager.views import view_op
+from jitgrad.eager.views import rebuild_view
 from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
@@ -513,7 +513,4 @@ def _saved_values(joint: JointGraphs, inputs: tuple, returned: tuple,
 def _rebuild_alias(inputs: tuple, alias: tuple[int, tuple]) -> Tensor:
     """An aliased output (JointGraphs.aliases): the input, or its view made by eager ops."""
     index, replay = alias
-    value = inputs[index]
-    for step in replay:
-        value = view_op(value, step.op, step.params)
-    return value
+    return rebuild_view(inputs[index], replay, "default") if replay else inputs[index]

@@ -36,6 +36,7 @@ from typing import Any
 
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.views import rebuild_view
 from jitgrad.trace import breaks, report, side_effects
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
@@ -288,7 +289,9 @@ class CompiledFunction:
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
             else _tensor_vars(result.output)
         tensors += [t for var in result.side_effects.values() for t in _tensor_vars(var)]
-        # inputs reach the caller as themselves (written back if mutated), not as outputs
+        # a view reaches the caller rebuilt on its base (see `_output_expr`), and inputs as
+        # themselves (written back if mutated), not as outputs
+        tensors = [_view_base(t) for t in tensors]
         tensors = [t for t in tensors if t.fake.storage.input is None]
         tensors += [TensorVar(m.fake) for m in result.mutations]
         graph = _finish_graph(result.graph, tensors)
@@ -457,6 +460,12 @@ def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
     return graph
 
 
+def _view_base(var: TensorVar) -> TensorVar:
+    """The tensor a traced view's value comes from (the view itself if it is not one)."""
+    view = var.fake._view
+    return var if view is None else TensorVar(view.base)
+
+
 def _tensor_vars(var: Var) -> list[TensorVar]:
     if isinstance(var, TensorVar):
         return [var]
@@ -506,7 +515,11 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
     """Python source rebuilding the returned value around the graph's outputs `__out`.
 
     A graph input is the caller's tensor itself, `__i<k>` (after any write-back into it),
-    and its `.data`/`.detach()` aliases are taken from it.
+    and its `.data`/`.detach()` aliases are taken from it. A view made in the trace is
+    made again on its base with eager view ops (`rebuild_view`), so it shares the base's
+    storage, version counter and history: an in-place write to either after the graph
+    (at a graph break, or by the caller) reaches the other, values and gradients, as in
+    eager (AOTAutograd's regenerated output aliases).
     """
     if isinstance(var, TensorVar):
         fake = var.fake
@@ -514,6 +527,11 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
             if var.source is not None:
                 return var.source.reconstruct(env)
             return f"__out[{outputs.index(fake.node)}].item()"
+        view = fake._view
+        if view is not None:
+            base = _output_expr(TensorVar(view.base), outputs, env, input_names)
+            return f"{env.const(rebuild_view, 'rebuild_view')}({base}, " \
+                f"{env.const(view.replay)}, {view.creation!r})"
         if fake.storage.input is not None:
             name = input_names[fake.storage.input[0]]
             alias = fake.__dict__.get("alias_of")
