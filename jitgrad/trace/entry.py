@@ -329,8 +329,9 @@ class CompiledFunction:
             return _output_expr(var, outputs, env, input_names)
 
         write_back = env.const(side_effects.write_back, "write_back")
-        replay = [f"{write_back}({input_names[m.source]}, __out[{outputs.index(m.fake.node)}], "
-                  f"{m.writes})" for m in result.mutations]
+        replay = [f"{write_back}({input_names[m.source]}, "
+                  f"__out[{outputs.index(m.fake.output_node())}], {m.writes})"
+                  for m in result.mutations]
         replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
         if plan is None:
             body = replay + [f"return {expr(result.output)}"]
@@ -451,7 +452,7 @@ def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
     """Add the output node (every tensor the caller or the break needs), drop dead code."""
     outputs: list[Any] = []
     for var in tensors:
-        node = var.fake.node
+        node = var.fake.output_node()
         if node not in outputs:
             outputs.append(node)
     graph.output(tuple(outputs))
@@ -526,7 +527,7 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         if isinstance(fake, FakeNumber):  # a Python number, not a 0-d tensor
             if var.source is not None:
                 return var.source.reconstruct(env)
-            return f"__out[{outputs.index(fake.node)}].item()"
+            return f"__out[{outputs.index(fake.output_node())}].item()"
         view = fake._view
         if view is not None:
             base = _output_expr(TensorVar(view.base), outputs, env, input_names)
@@ -538,7 +539,7 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
             if alias is None:
                 return name
             return f"{name}.data" if alias[1] == "data" else f"{name}.detach()"
-        return f"__out[{outputs.index(fake.node)}]"
+        return f"__out[{outputs.index(fake.output_node())}]"
     if isinstance(var, TensorMethodVar):
         return f"{_output_expr(var.tensor, outputs, env, input_names)}.{var.name}"
     if var.source is not None and isinstance(var, (ConstVar, ObjectVar, ListVar, DictVar,

@@ -28,16 +28,22 @@ Refused, so the instruction runs eagerly at a graph break (or raises eager's err
 - a graph input, with grad mode on, that requires grad or is written a value that does
   (eager rebases autograd history there, or raises for a leaf): `INPLACE_NEEDS_AUTOGRAD`;
   under no_grad such an input (an optimizer-style `w.sub_(lr * w.grad)`) is written like
-  any other, and stays the leaf for autograd: a read with grad mode on gives
-  `leaf_value(placeholder, written value)` (values of the write, gradient into the leaf,
-  as eager's `(x * w).sum()` after the update), and the runner writes the value back into
-  the leaf itself, which keeps requires_grad, is_leaf and gets its version bumped;
+  any other and stays the leaf (see "Writes autograd does not see" below); the runner
+  writes the value back into the leaf itself, which keeps requires_grad and is_leaf;
 - a tensor the trace reached without a source (a constant from outside): `INPLACE_ON_CONSTANT`;
 - an input sharing memory with another input (checked when the trace ends, not guarded
   on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
 - `x[i] = v` with an index mixing slices and index tensors: `UNSUPPORTED_INDEX` (other
   indices record `index_put`).
 Tensors made inside the graph may be written in place freely, with or without grad.
+
+Writes autograd does not see: a write under no_grad, or through a `.data`/`.detach()`
+alias, changes a tensor's values but not its autograd history (eager keeps its grad_fn,
+or its leaf-ness). The storage then remembers the node of its last value written with
+history (`FakeStorage.history`), and a read with grad mode on, or the tensor reaching
+the caller, gives `with_history(history, value)`: the written values, differentiated as
+the tensor's history (as eager's `(x * w).sum()` after `with no_grad(): w.sub_(...)`).
+A write autograd sees makes the written value the history again.
 """
 
 from __future__ import annotations
@@ -145,15 +151,15 @@ class FakeStorage:
     written: whether an in-place op wrote it; bumps: how many of those writes advance its
     version counter (not writes through `.data`, which has its own counter, as in eager);
     tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases);
-    leaf: the placeholder of an input requiring grad written under no_grad.
-    See Note [Functionalized in-place ops].
+    history: the node of the last value with autograd history, after a write autograd did
+    not see. See Note [Functionalized in-place ops].
     """
 
-    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors", "leaf")
+    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors", "history")
 
     def __init__(self, node: GraphNode) -> None:
         self.node = node
-        self.leaf: GraphNode | None = None  # the placeholder of a leaf written under no_grad
+        self.history: GraphNode | None = None
         self.input: tuple[Any, Tensor] | None = None
         self.outside = False
         self.written = False
@@ -187,9 +193,9 @@ class FakeTensor(Tensor):
         gradient, as in eager."""
         storage = self.__dict__["storage"]
         alias = self.__dict__.get("alias_of")
-        if alias is None and storage.leaf is not None and STATE.enabled and \
+        if alias is None and storage.history is not None and STATE.enabled and \
                 STATE.recorder is not None:
-            return self._leaf_value(storage)
+            return self.output_node()
         if alias is None or not (STATE.enabled and alias[0]._requires_grad) or \
                 STATE.recorder is None:
             return storage.node
@@ -200,13 +206,20 @@ class FakeTensor(Tensor):
             cached = self.__dict__["detached"] = (storage.node, detached)
         return cached[1]
 
-    def _leaf_value(self, storage: FakeStorage) -> GraphNode:
-        """The `leaf_value` node of a leaf's current value (made once per value)."""
-        cached = self.__dict__.get("leaf_value")
+    def output_node(self) -> GraphNode:
+        """The node giving this tensor to the caller (or to ops read with grad on): its
+        value, with its history after a write autograd did not see (`with_history`, made
+        once per value, also after the trace ended). See Note [Functionalized in-place ops]."""
+        storage = self.storage
+        if storage.history is None or self.__dict__.get("alias_of") is not None:
+            return storage.node
+        cached = self.__dict__.get("with_history")
         if cached is None or cached[0] is not storage.node:
-            node = STATE.recorder._node(OPS["leaf_value"], (storage.leaf, storage.node), {})
+            args = (storage.history, storage.node)
+            node = STATE.recorder._node(OPS["with_history"], args, {}) if STATE.recorder \
+                else storage.node.graph.call_function(OPS["with_history"], args)
             node.meta["val"] = self
-            cached = self.__dict__["leaf_value"] = (storage.node, node)
+            cached = self.__dict__["with_history"] = (storage.node, node)
         return cached[1]
 
     @property
@@ -362,10 +375,10 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
                          {"np_dtype": target._data.dtype})
     node = value.node if isinstance(value, FakeTensor) else STATE.recorder.constant_of(value)
     storage = target.storage
-    if storage.input is not None and storage.input[1]._requires_grad and storage.leaf is None:
-        # the placeholder: a write with grad on through the leaf itself is refused, and
-        # one through its `.data` leaves it a leaf as well
-        storage.leaf = storage.node
+    if STATE.enabled and target.__dict__.get("alias_of") is None:
+        storage.history = None  # autograd sees this write: the new value has the history
+    elif storage.history is None and any(t._requires_grad for t in storage.tensors):
+        storage.history = storage.node
     storage.node = node
     storage.written = True
     if target.__dict__.get("alias_of", (None, ""))[1] != "data":
