@@ -64,6 +64,7 @@ from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.view_writes import regenerated, unwritable_view, views_of, written_base
 
 
 class Unsupported(Exception):  # noqa: N818 - Dynamo's name for "cannot trace this"
@@ -251,6 +252,8 @@ class FakeTensor(Tensor):
                           "it runs between graphs, on the real tensors")
 
     def copy_(self, src: Any, non_blocking: bool = False) -> FakeTensor:
+        """Eager's copy op (a new array; the old value gets a zero gradient, as eager's
+        CopyBackwards gives it), functionalized."""
         if not isinstance(src, Tensor):
             return _write(self, _record_fill(self, src), "copy_", check_dtype=False)
         if src._data.shape != self._data.shape:
@@ -258,10 +261,8 @@ class FakeTensor(Tensor):
                 expanded_shape(src._data.shape, self._data.shape)
             except RuntimeError:
                 raise broadcast_error("copy_", self, src) from None
-            src = apply_op(OPS["expand"], (src,), (src._data,), {"shape": self._data.shape})
-        if self.storage.input is None:  # its own value, not src's (a graph input is copied
-            src = src.clone()           # into when written back)
-        return _write(self, src, "copy_", check_dtype=False)
+        copied = apply_op(inplace.COPY, (self, src), (self._data, src._data))
+        return _write(self, copied, "copy_", check_dtype=False)
 
     def fill_(self, value: Any) -> FakeTensor:
         if isinstance(value, Tensor) and value._data.ndim:
@@ -332,19 +333,24 @@ def _record_fill(target: FakeTensor, value: Any) -> Tensor:
 
 def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
     """Refuse the writes Note [Functionalized in-place ops] lists (Unsupported)."""
-    storage = target.storage
-    if target._view is not None or any(t._vc is not None for t in storage.tensors):
-        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is a "
-                          "view or has views in the compiled function",
-                          "it runs eagerly, where views see the write; use out-of-place ops "
-                          "to keep it in the graph")
+    view = target._view
+    alias = target.__dict__.get("alias_of")
+    reason = unwritable_view(view) if view is not None else None
+    if reason is None and alias is not None and alias[0]._view is not None:
+        reason = "an alias (.data/.detach()) of a view"
+    if reason is not None:
+        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is "
+                          f"{reason}", "it runs eagerly, where the view's rules apply")
+    owner = view.base if view is not None else target
+    storage = owner.storage
     if storage.outside:
         raise Unsupported("INPLACE_ON_CONSTANT", f"in-place {what} on a tensor the compiled "
                           "function reached without a source (e.g. a default argument)",
                           "pass the tensor as an argument")
     if storage.input is None:
         return
-    if STATE.enabled and (target._requires_grad or value._requires_grad):
+    if STATE.enabled and (storage.input[1]._requires_grad or target._requires_grad or
+                          value._requires_grad):
         raise Unsupported("INPLACE_NEEDS_AUTOGRAD", f"in-place {what} on an input of the "
                           "compiled function with grad mode on and a tensor requiring grad",
                           "it runs eagerly (autograd rebases history there, or raises for a "
@@ -357,6 +363,8 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
 def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = True) -> FakeTensor:
     """`target` now holds `value` (the functional form of an in-place op); returns target.
 
+    A write through a view writes its base; the views of the written base are then
+    regenerated (Note [Functionalized views] in jitgrad/trace/view_writes.py).
     check_dtype: refuse results that cannot be cast into target's dtype (arithmetic ops do,
     as in eager; copy_ and fill_ cast anything). Raises RuntimeError for a result whose
     shape is not target's (eager's message), Unsupported for refused writes.
@@ -373,19 +381,35 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
                 "or convert x first")
         value = apply_op(OPS["to_dtype"], (value,), (value._data,),
                          {"np_dtype": target._data.dtype})
-    node = value.node if isinstance(value, FakeTensor) else STATE.recorder.constant_of(value)
-    storage = target.storage
-    if STATE.enabled and target.__dict__.get("alias_of") is None:
-        storage.history = None  # autograd sees this write: the new value has the history
+    base = target
+    if target._view is not None:
+        base = target._view.base
+        value = written_base(target._view, base, value)
+    # autograd sees the write unless grad mode is off or it goes through .data/.detach()
+    visible = STATE.enabled and base.__dict__.get("alias_of") is None
+    _rebind(base.storage, value, visible)
+    base.storage.written = True
+    if base.__dict__.get("alias_of", (None, ""))[1] != "data":
+        base.storage.bumps += 1
+    if visible and value._requires_grad:
+        base._requires_grad = True
+    for view in views_of(STATE.recorder.graph, base.storage):
+        new = regenerated(view)
+        _rebind(view.storage, new, visible)
+        if visible and new._requires_grad:
+            view._requires_grad = True
+    return target
+
+
+def _rebind(storage: FakeStorage, value: Tensor, visible: bool) -> None:
+    """The storage now holds `value`; a write autograd does not see keeps the history
+    (Note [Functionalized in-place ops])."""
+    if visible:
+        storage.history = None
     elif storage.history is None and any(t._requires_grad for t in storage.tensors):
         storage.history = storage.node
-    storage.node = node
-    storage.written = True
-    if target.__dict__.get("alias_of", (None, ""))[1] != "data":
-        storage.bumps += 1
-    if STATE.enabled and value._requires_grad:
-        target._requires_grad = True
-    return target
+    storage.node = value.node if isinstance(value, FakeTensor) else \
+        STATE.recorder.constant_of(value)
 
 
 def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor]:
