@@ -25,6 +25,7 @@ class Outcome:
     """What one run of a program showed (see the module docstring)."""
 
     error: tuple[type, str] | None = None
+    grad_mode_after: bool | None = None  # jitgrad.is_grad_enabled() right after the call
     backward_error: tuple[type, str] | None = None
     outputs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     inputs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
@@ -62,18 +63,21 @@ def _state(t: jg.Tensor, version: bool) -> dict[str, Any]:
 
 def run(program: Callable[..., Any], make_inputs: Callable[[], list[Any]],
         loss: Callable[[list[jg.Tensor]], jg.Tensor | None] = weighted_sum,
-        after: Callable[[list[jg.Tensor]], None] | None = None) -> Outcome:
-    """One run: call, then `after(outputs)` (e.g. an in-place write), then backward of
-    `loss(outputs)`, recording what each step showed."""
+        after: Callable[[list[jg.Tensor], list[Any]], None] | None = None,
+        outer: Callable[[], Any] = jg.enable_grad) -> Outcome:
+    """One run: call under the grad mode `outer()`, then `after(outputs, inputs)` (e.g. an
+    in-place write), then backward of `loss(outputs)`, recording what each step showed."""
     inputs = make_inputs()
     outcome = Outcome()
-    try:
-        outputs = _tensors(program(*inputs))
-    except Exception as err:  # noqa: BLE001 - the class is what is compared
-        outcome.error = (type(err), str(err))
-        return outcome
+    with outer():
+        try:
+            outputs = _tensors(program(*inputs))
+        except Exception as err:  # noqa: BLE001 - the class is what is compared
+            outcome.error = (type(err), str(err))
+            return outcome
+        outcome.grad_mode_after = jg.is_grad_enabled()
     if after is not None:
-        after(outputs)
+        after(outputs, inputs)
     outcome.outputs = [_state(t, version=False) for t in outputs]
     total = loss(outputs)
     if total is not None:
@@ -105,6 +109,7 @@ def assert_matches_eager(program: Callable[..., Any], make_inputs: Callable[[], 
             assert got[0] is want[0], f"{what}: compiled {got}, eager {want}"
             if words is not None:
                 assert words in got[1] and words in want[1], (got, want)
+    assert compiled.grad_mode_after == eager.grad_mode_after
     assert len(compiled.outputs) == len(eager.outputs)
     for kind in ("outputs", "inputs"):
         for k, (got, want) in enumerate(zip(getattr(compiled, kind), getattr(eager, kind),
