@@ -87,7 +87,9 @@ def run(program: Callable[..., Any], make_inputs: Callable[[], list[Any]],
             outcome.backward_error = (type(err), str(err))
     for x in _tensors(inputs):
         state = _state(x, version=True)
-        state["grad"] = None if x.grad is None else x.grad.numpy().copy()
+        if outcome.backward_error is None:  # a failed backward leaves partial gradients
+            # (eager's nodes that ran before the error; one compiled node runs as a whole)
+            state["grad"] = None if x.grad is None else x.grad.numpy().copy()
         outcome.inputs.append(state)
     return outcome
 
