@@ -462,9 +462,13 @@ def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
 
 
 def _view_base(var: TensorVar) -> TensorVar:
-    """The tensor a traced view's value comes from (the view itself if it is not one)."""
+    """The tensor whose graph output a traced tensor reaches the caller from: an alias's
+    owner, a view's base (see `_output_expr`), else the tensor itself."""
+    alias = var.fake.__dict__.get("alias_of")
+    if alias is not None:
+        return _view_base(TensorVar(alias[0]))
     view = var.fake._view
-    return var if view is None else TensorVar(view.base)
+    return var if view is None else _view_base(TensorVar(view.base))
 
 
 def _tensor_vars(var: Var) -> list[TensorVar]:
@@ -515,12 +519,13 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
                  input_names: dict[Source, str]) -> str:
     """Python source rebuilding the returned value around the graph's outputs `__out`.
 
-    A graph input is the caller's tensor itself, `__i<k>` (after any write-back into it),
-    and its `.data`/`.detach()` aliases are taken from it. A view made in the trace is
-    made again on its base with eager view ops (`rebuild_view`), so it shares the base's
-    storage, version counter and history: an in-place write to either after the graph
-    (at a graph break, or by the caller) reaches the other, values and gradients, as in
-    eager (AOTAutograd's regenerated output aliases).
+    A graph input is the caller's tensor itself, `__i<k>` (after any write-back into it);
+    a `.data`/`.detach()` alias is taken from the tensor it aliases, so it has no history
+    and shares that tensor's memory (and `.detach()` its version counter). A view made in
+    the trace is made again on its base with eager view ops (`rebuild_view`), so it shares
+    the base's storage, version counter and history: an in-place write to either after the
+    graph (at a graph break, or by the caller) reaches the other, values and gradients, as
+    in eager (AOTAutograd's regenerated output aliases).
     """
     if isinstance(var, TensorVar):
         fake = var.fake
@@ -528,17 +533,17 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
             if var.source is not None:
                 return var.source.reconstruct(env)
             return f"__out[{outputs.index(fake.output_node())}].item()"
+        alias = fake.__dict__.get("alias_of")
+        if alias is not None:
+            owner = _output_expr(TensorVar(alias[0]), outputs, env, input_names)
+            return f"{owner}.data" if alias[1] == "data" else f"{owner}.detach()"
         view = fake._view
         if view is not None:
             base = _output_expr(TensorVar(view.base), outputs, env, input_names)
             return f"{env.const(rebuild_view, 'rebuild_view')}({base}, " \
                 f"{env.const(view.replay)}, {view.creation!r})"
         if fake.storage.input is not None:
-            name = input_names[fake.storage.input[0]]
-            alias = fake.__dict__.get("alias_of")
-            if alias is None:
-                return name
-            return f"{name}.data" if alias[1] == "data" else f"{name}.detach()"
+            return input_names[fake.storage.input[0]]
         return f"__out[{outputs.index(fake.output_node())}]"
     if isinstance(var, TensorMethodVar):
         return f"{_output_expr(var.tensor, outputs, env, input_names)}.{var.name}"

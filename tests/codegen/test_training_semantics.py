@@ -15,6 +15,7 @@ from tests.trace.parity_cases import (
     GRAD_MODES,
     GRAD_NONENESS,
     OUTER_MODES,
+    RETURNED_ALIASES,
     SAVED_WRITE_WORDS,
     SAVED_WRITES,
     UNSEEN_WRITES,
@@ -36,6 +37,11 @@ def fresh_caches():
 
 @pytest.mark.parametrize("case", UNSEEN_WRITES, ids=by_name)
 def test_writes_autograd_does_not_see_keep_history(case):
+    assert_matches_eager(case.program, case.make_inputs, "numba", **case.options)
+
+
+@pytest.mark.parametrize("case", RETURNED_ALIASES, ids=by_name)
+def test_returned_aliases_match_eager(case):
     assert_matches_eager(case.program, case.make_inputs, "numba", **case.options)
 
 

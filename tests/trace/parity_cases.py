@@ -2,7 +2,8 @@
 tests/trace/test_autograd_parity.py on backend "eager" and tests/codegen/
 test_training_semantics.py on "numba", through tests/trace/eager_parity.py).
 
-Families: writes autograd does not see (no_grad, `.data`, `.detach()`), gradient
+Families: writes autograd does not see (no_grad, `.data`, `.detach()`), `.data`/`.detach()`
+aliases returned to the caller (no history, shared memory and versions), gradient
 None-ness (outputs the loss does not read, inputs no output reaches, structural zeros),
 saved values modified in place before backward, and grad-mode regions under each outer
 mode.
@@ -188,6 +189,29 @@ SAVED_WRITES = [
     Case("saved_input_written_inside_the_region", input_written_after_being_saved),
 ]
 SAVED_WRITE_WORDS = "modified by an inplace operation"
+
+
+# ----- aliases returned to the caller ---------------------------------------------------------
+
+def returns_aliases(x, y):
+    v = (x * y).exp()
+    return v, v.detach(), v.data, v.detach()[0], y.detach()
+
+
+def write_output(index):
+    def after(outputs, inputs):
+        outputs[index].mul_(2.0)  # no history: allowed with grad on
+
+    return after
+
+
+RETURNED_ALIASES = [
+    Case("detach_and_data_of_a_graph_value_and_of_an_input", returns_aliases),
+    Case("write_through_a_returned_detach", returns_aliases, options={"after": write_output(1)}),
+    Case("write_through_a_returned_data", returns_aliases, options={"after": write_output(2)}),
+    Case("write_through_a_view_of_a_returned_detach", returns_aliases,
+         options={"after": write_output(3)}),
+]
 
 
 # ----- grad-mode regions -------------------------------------------------------------------
