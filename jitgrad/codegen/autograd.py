@@ -1,7 +1,8 @@
 """Compiled training: joint forward/backward graphs and one autograd Node per compiled region.
 
 Note [Joint graphs] (AOTAutograd's design, research/dynamo.md §1F): when grad mode is on
-and an input of a captured graph requires grad, `build_joint_graphs` re-runs the graph
+(at the graph's entry, or inside it after an `enable_grad()` switch) and an input of a
+captured graph requires grad, `build_joint_graphs` re-runs the graph
 on fake tensors under an OpRecorder, then walks the recorded op calls in reverse and
 calls each op's own backward formula (`OpDef.backward` with the Tensor namespace
 `xp.TENSOR`) on fakes, so the backward graph holds exactly the ops eager autograd would
@@ -21,8 +22,11 @@ recomputed from saved inputs rather than kept alive since the forward.
 At run time a `CompiledRegion` runs the compiled forward on detached inputs, wraps the
 outputs with one `CompiledFunctionBackward` node as their grad_fn (next_edges: the inputs
 that require grad), and that node runs the compiled backward on the saved values and the
-output gradients. Saved inputs are checked for in-place writes and freed after a backward
-without `retain_graph`, with eager's errors. Higher-order gradients (`create_graph=True`)
+output gradients. Saved values are checked for in-place writes (inputs by their own
+version counters, saved outputs by the counter of the tensor the caller got) and freed
+after a backward without `retain_graph`, with eager's errors. As in eager, an input
+reached only from outputs that got no gradient in a backward call gets None there, not
+zeros (`JointGraphs.reach`). Higher-order gradients (`create_graph=True`)
 are refused with a clear error: the backward graph runs on arrays and records nothing.
 """
 

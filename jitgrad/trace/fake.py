@@ -22,9 +22,12 @@ aliases sharing that storage. For a graph input, the trace records the mutation 
 runner writes the final value back into the real tensor after the graph ran (numpy copy
 into its storage, version counter advanced by the number of in-place writes, as eager
 does), once per call, before any other replayed side effect (jitgrad/trace/entry.py).
+Views made in the trace follow writes to their base, and writes through them reach it
+(Note [Functionalized views] in jitgrad/trace/view_writes.py).
 Refused, so the instruction runs eagerly at a graph break (or raises eager's error):
-- the tensor is a view, or has views made in the trace (their values would have to follow
-  the write): `INPLACE_ON_VIEW`; likewise an input whose real tensor is a view;
+- a write through a view eager restricts (an expanded view, an output of split, chunk or
+  unbind), through a `.data`/`.detach()` of a view, or into an input whose real tensor
+  is a view: `INPLACE_ON_VIEW`;
 - a graph input, with grad mode on, that requires grad or is written a value that does
   (eager rebases autograd history there, or raises for a leaf): `INPLACE_NEEDS_AUTOGRAD`;
   under no_grad such an input (an optimizer-style `w.sub_(lr * w.grad)`) is written like
