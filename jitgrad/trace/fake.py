@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.ops import inplace
 from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.index_parsing import parse_index
@@ -221,7 +221,7 @@ class FakeTensor(Tensor):
         if cached is None or cached[0] is not storage.node:
             args = (storage.history, storage.node)
             node = STATE.recorder._node(OPS["with_history"], args, {}) if STATE.recorder \
-                else storage.node.graph.call_function(OPS["with_history"], args)
+                else _with_history_at_end(storage.node.graph, args)
             node.meta["val"] = self
             cached = self.__dict__["with_history"] = (storage.node, node)
         return cached[1]
@@ -326,6 +326,18 @@ class FakeTensor(Tensor):
 
     def __repr__(self) -> str:
         return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
+
+
+def _with_history_at_end(graph: Graph, args: tuple) -> GraphNode:
+    """A `with_history` node added after the trace (for the caller), which runs in the
+    graph's entry mode: grad mode on around it, since the tensor has its history whatever
+    mode the caller is in (as a tensor made in an `enable_grad()` block keeps it)."""
+    if STATE.enabled:
+        return graph.call_function(OPS["with_history"], args)
+    graph.call_function(set_grad_mode, (True,))
+    node = graph.call_function(OPS["with_history"], args)
+    graph.call_function(set_grad_mode, (False,))
+    return node
 
 
 def _record_fill(target: FakeTensor, value: Any) -> Tensor:

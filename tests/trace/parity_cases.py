@@ -266,6 +266,14 @@ def nested_modes(x, y):
     return a, b, c, d
 
 
+def unseen_write_inside_enable_grad(x, y):
+    with jg.enable_grad():
+        v = x * y
+        with jg.no_grad():
+            v.mul_(2.0)
+    return v, y * 2.0
+
+
 GRAD_MODES = [
     Case("enable_grad_inside", enable_grad_inside),
     Case("no_grad_inside", no_grad_inside),
@@ -274,6 +282,7 @@ GRAD_MODES = [
     Case("set_grad_enabled_left_off", set_grad_enabled_left_off),
     Case("inference_mode_inside", inference_mode_inside),
     Case("nested_modes", nested_modes),
+    Case("unseen_write_inside_enable_grad", unseen_write_inside_enable_grad),
 ]
 OUTER_MODES = {"grad": jg.enable_grad, "no_grad": jg.no_grad,
                "set_grad_enabled_false": lambda: jg.set_grad_enabled(False),
