@@ -1,7 +1,8 @@
 """Compiled training: joint forward/backward graphs and one autograd Node per compiled region.
 
 Note [Joint graphs] (AOTAutograd's design, research/dynamo.md §1F): when grad mode is on
-and an input of a captured graph requires grad, `build_joint_graphs` re-runs the graph
+(at the graph's entry, or inside it after an `enable_grad()` switch) and an input of a
+captured graph requires grad, `build_joint_graphs` re-runs the graph
 on fake tensors under an OpRecorder, then walks the recorded op calls in reverse and
 calls each op's own backward formula (`OpDef.backward` with the Tensor namespace
 `xp.TENSOR`) on fakes, so the backward graph holds exactly the ops eager autograd would
@@ -21,8 +22,11 @@ recomputed from saved inputs rather than kept alive since the forward.
 At run time a `CompiledRegion` runs the compiled forward on detached inputs, wraps the
 outputs with one `CompiledFunctionBackward` node as their grad_fn (next_edges: the inputs
 that require grad), and that node runs the compiled backward on the saved values and the
-output gradients. Saved inputs are checked for in-place writes and freed after a backward
-without `retain_graph`, with eager's errors. Higher-order gradients (`create_graph=True`)
+output gradients. Saved values are checked for in-place writes (inputs by their own
+version counters, saved outputs by the counter of the tensor the caller got) and freed
+after a backward without `retain_graph`, with eager's errors. As in eager, an input
+reached only from outputs that got no gradient in a backward call gets None there, not
+zeros (`JointGraphs.reach`). Higher-order gradients (`create_graph=True`)
 are refused with a clear error: the backward graph runs on arrays and records nothing.
 """
 
@@ -41,7 +45,7 @@ from jitgrad.eager.grad_mode import STATE, no_grad, set_grad_mode
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
-from jitgrad.eager.views import view_op
+from jitgrad.eager.views import rebuild_view
 from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
@@ -62,14 +66,17 @@ class JointGraphs:
     backward: placeholders = the saved values (`saved`), then one tangent per
     differentiable user output; outputs = one gradient per input, None where the input
     needs none.
-    saved: per backward saved placeholder, ("input", i) for the captured graph's input i
-    or ("output", j) for forward output j.
+    saved: per backward saved placeholder, ("input", i) for the captured graph's input i,
+    ("user", k) for the tensor returned as user output k (its in-place writes after the
+    call are checked, as eager checks a saved output), or ("output", j) for forward output
+    j (an intermediate only the backward sees).
     differentiable: per user output, whether it requires grad (gets a tangent).
     aliases: per user output that is an input or a view of one, `(input index, view
     replay steps)`, else None: the region returns that input itself, or the view rebuilt
     on it by eager view ops, so in-place writes through it reach the input as in eager
     (AOTAutograd regenerates aliased outputs the same way).
     grad_inputs: per input, whether it requires grad (has an edge).
+    reach: per input, the user outputs whose gradients reach it (see `_Gradients`).
     """
 
     forward: Graph
@@ -79,6 +86,7 @@ class JointGraphs:
     differentiable: tuple[bool, ...]
     grad_inputs: tuple[bool, ...]
     aliases: tuple[tuple[int, tuple] | None, ...]
+    reach: tuple[frozenset[int], ...]
 
 
 class _BackwardContext:
@@ -136,10 +144,12 @@ def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
             grads = _run_backward(recorder.calls, recorder, tangents)
     input_grads = [grads.get(x.node) if wanted else None
                    for x, wanted in zip(inputs, grad_inputs, strict=True)]
+    reach = tuple(grads.reach.get(x.node, frozenset()) if isinstance(x, Tensor) else frozenset()
+                  for x in inputs)
     user_outputs = [v.node if isinstance(v, FakeTensor) else v for v in outputs]
     joint.output((*user_outputs, *(g.node if g is not None else None for g in input_grads)))
     joint.eliminate_dead_code()
-    return _partition(joint, len(user_outputs), differentiable, grad_inputs, aliases)
+    return _partition(joint, len(user_outputs), differentiable, grad_inputs, aliases, reach)
 
 
 def _input_alias(graph: Graph, output: Any) -> tuple[int, tuple] | None:
@@ -168,8 +178,9 @@ def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
             placeholder = joint.placeholder(node.target, val)
             if isinstance(value, Tensor):
                 cls = FakeNumber if isinstance(val, FakeNumber) else FakeTensor
+                # the tensor's own flag: ops propagate it only where grad mode is on
                 env[node] = cls.of(placeholder, value.shape, value._data.dtype,
-                                   value.requires_grad and STATE.enabled)
+                                   value.requires_grad)
             else:
                 env[node] = value
         elif node.op == "get_attr":
@@ -193,10 +204,9 @@ def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
                                   "the compiler can trace")
 
 
-def _tangents(joint: Graph, outputs: Any, aliases: tuple
-              ) -> tuple[dict[GraphNode, Any], tuple[bool, ...]]:
-    """One tangent placeholder per differentiable output, added into `grads` by node."""
-    grads: dict[GraphNode, Any] = {}
+def _tangents(joint: Graph, outputs: Any, aliases: tuple) -> tuple[_Gradients, tuple[bool, ...]]:
+    """One tangent placeholder per differentiable output, added into the gradients by node."""
+    grads = _Gradients()
     differentiable = []
     for i, value in enumerate(outputs):
         wanted = isinstance(value, FakeTensor) and value._requires_grad and \
@@ -206,17 +216,33 @@ def _tangents(joint: Graph, outputs: Any, aliases: tuple
             continue
         node = joint.placeholder(f"tangent_{i}")
         tangent = FakeTensor.of(node, value.shape, value._data.dtype, False)
-        _accumulate(grads, value.node, tangent)
+        grads.add(value.node, tangent, frozenset((i,)))
     return grads, tuple(differentiable)
 
 
-def _accumulate(grads: dict[GraphNode, Any], node: GraphNode, grad: Any) -> None:
-    previous = grads.get(node)
-    grads[node] = grad if previous is None else previous + grad
+class _Gradients:
+    """The gradient of each forward value (by node) and the user outputs it comes from.
+
+    reach[node]: the indices of the user outputs whose gradient flows into the node's
+    through ops that need it, as eager's graph connects them: an input reached only from
+    outputs that got no gradient in a backward call gets None there, not zeros (eager
+    never runs the nodes on that path).
+    """
+
+    def __init__(self) -> None:
+        self.grads: dict[GraphNode, Any] = {}
+        self.reach: dict[GraphNode, frozenset[int]] = {}
+
+    def get(self, node: GraphNode) -> Any:
+        return self.grads.get(node)
+
+    def add(self, node: GraphNode, grad: Any, sources: frozenset[int]) -> None:
+        previous = self.grads.get(node)
+        self.grads[node] = grad if previous is None else previous + grad
+        self.reach[node] = self.reach.get(node, frozenset()) | sources
 
 
-def _run_backward(calls: list, recorder: OpRecorder,
-                  grads: dict[GraphNode, Any]) -> dict[GraphNode, Any]:
+def _run_backward(calls: list, recorder: OpRecorder, grads: _Gradients) -> _Gradients:
     """Each recorded op's backward formula, in reverse order, on fakes (Note [Joint graphs])."""
     for op, inputs, params, result, location in reversed(calls):
         outs = result if isinstance(result, tuple) else (result,)
@@ -236,6 +262,7 @@ def _run_backward(calls: list, recorder: OpRecorder,
         if len(input_grads) != len(inputs):
             raise Unsupported("JOINT_GRAPH", f"{op.name}: its backward returned "
                               f"{len(input_grads)} gradients for {len(inputs)} inputs")
+        sources = frozenset().union(*(grads.reach.get(o.node, frozenset()) for o in outs))
         for index, (x, grad) in enumerate(zip(inputs, input_grads, strict=True)):
             if grad is None or not ctx.needs_input_grad[index]:
                 continue
@@ -243,7 +270,7 @@ def _run_backward(calls: list, recorder: OpRecorder,
             grad = validate_tensor_grad(ctx, index, grad, shape, dtype)
             if not isinstance(grad, FakeTensor):
                 grad = _as_graph_value(grad, recorder)
-            _accumulate(grads, x.node, grad)
+            grads.add(x.node, grad, sources)
     return grads
 
 
@@ -263,7 +290,8 @@ def _as_graph_value(grad: Tensor, recorder: OpRecorder) -> FakeTensor:
 
 
 def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
-               grad_inputs: tuple[bool, ...], aliases: tuple) -> JointGraphs:
+               grad_inputs: tuple[bool, ...], aliases: tuple,
+               reach: tuple[frozenset[int], ...]) -> JointGraphs:
     """Split the joint graph (Note [Joint graphs]): forward = what the user's outputs and
     grad-mode switches need; backward = the rest; saved = forward values it reads."""
     user_outputs = joint.output_node.args[:num_user]
@@ -286,7 +314,8 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
     for node in joint.nodes:
         if node in in_forward:
             copies[node] = _copy_node(forward, joint, node, copies)
-    intermediates = [n for n in saved if n.op != "placeholder"]
+    # a saved user output is saved as the tensor the caller gets: its writes are checked
+    intermediates = [n for n in saved if n.op != "placeholder" and n not in user_outputs]
     forward.output((*map_arg(tuple(user_outputs), copies.__getitem__),
                     *(copies[n] for n in intermediates)))
 
@@ -297,6 +326,8 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
         bcopies[node] = backward.placeholder(f"saved_{node.name}", node.meta.get("val"))
         if node.op == "placeholder":
             saved_spec.append(("input", primals.index(node)))
+        elif node in user_outputs:
+            saved_spec.append(("user", user_outputs.index(node)))
         else:
             saved_spec.append(("output", num_user + intermediates.index(node)))
     for node in tangents:
@@ -312,7 +343,7 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
     backward.output(tuple(bcopies.get(g) if isinstance(g, GraphNode) else None
                           for g in input_grads))
     return JointGraphs(forward, backward, num_user, saved_spec, differentiable, grad_inputs,
-                       aliases)
+                       aliases, reach)
 
 
 def _ancestors(roots: list[GraphNode]) -> set[GraphNode]:
@@ -373,18 +404,18 @@ class CompiledFunctionBackward(Node):
 
     next_edges: one per input of the captured graph (None where it needs no gradient);
     apply runs the region's compiled backward graph on the saved values and the output
-    gradients (zeros for outputs that got none).
+    gradients (zeros for outputs that got none); an input reached only from outputs that
+    got none gets None, as in eager (`JointGraphs.reach`).
     Raises RuntimeError: on `create_graph=True` (ERR_CREATE_GRAPH), after the saved
     values were freed (ERR_FREED), or when a saved input was modified in place.
     """
 
     __slots__ = ("region", "saved", "output_metadata")
 
-    def __init__(self, region: CompiledRegion, saved: SavedValues,
-                 output_metadata: tuple) -> None:
+    def __init__(self, region: CompiledRegion, output_metadata: tuple) -> None:
         super().__init__()
         self.region = region
-        self.saved: SavedValues | None = saved
+        self.saved: SavedValues | None = None  # set once the outputs exist
         self.output_metadata = output_metadata
 
     @property
@@ -397,7 +428,7 @@ class CompiledFunctionBackward(Node):
         saved = self.saved
         if saved is None:
             raise RuntimeError(ERR_FREED)
-        saved.check(self, lambda _: next(v for v in saved.values if isinstance(v, Tensor)))
+        saved.check(self, self._modified_output)
         values = [v if isinstance(v, Tensor) else Tensor._make(v) for v in saved.values]
         tangents = []
         for grad, meta in zip(grad_outputs, self.output_metadata, strict=True):
@@ -406,7 +437,21 @@ class CompiledFunctionBackward(Node):
             array = np.zeros(*meta) if grad is None else grad
             tangents.append(Tensor._make(array))
         grads = self.region.backward(*values, *tangents)
-        return tuple(None if g is None else g._data for g in grads)
+        return tuple(None if g is None or all(grad_outputs[j] is None for j in reach) else
+                     g._data for g, reach in zip(grads, self.region.joint.reach, strict=True))
+
+    def _modified_output(self, _: int) -> Tensor:
+        """The saved output `SavedValues.check` reports: the first whose version changed."""
+        saved = self.saved
+        assert saved is not None, "only called while saved values exist"
+        for (_, index), value, counter, version in zip(
+                self.region.joint.saved, saved.values, saved.counters, saved.versions,
+                strict=True):
+            if counter is not None and counter.value != version:
+                out = Tensor._make(value, True, self, index)
+                out._vc = counter
+                return out
+        raise AssertionError("check() reports a modified saved output, so one exists")
 
     def release_variables(self) -> None:
         self.saved = None
@@ -431,30 +476,45 @@ class CompiledRegion:
         joint = self.joint
         detached = [Tensor._make(x._data) if isinstance(x, Tensor) else x for x in inputs]
         results = self.forward(*detached)
-        user, extra = results[:joint.num_user_outputs], results[joint.num_user_outputs:]
-        saved_values = []
-        for kind, index in joint.saved:
-            value = inputs[index] if kind == "input" else extra[index - joint.num_user_outputs]
-            saved_values.append(value if kind == "input" else value._data)
-        saved = SavedValues(saved_values, [None] * len(saved_values),
-                            [v._version if isinstance(v, Tensor) else 0 for v in saved_values])
+        user = results[:joint.num_user_outputs]
         metadata = tuple((out.shape, out._data.dtype) if wanted else None
                          for out, wanted in zip(user, joint.differentiable, strict=True))
-        node = CompiledFunctionBackward(self, saved, metadata)
+        node = CompiledFunctionBackward(self, metadata)
         node.next_edges = tuple(gradient_edge(x) if wanted else None
                                 for x, wanted in zip(inputs, joint.grad_inputs, strict=True))
         node.input_metadata = tuple((x.shape, x._data.dtype) if isinstance(x, Tensor) else None
                                     for x in inputs)
-        return tuple(_rebuild_alias(inputs, alias) if alias is not None else
-                     Tensor._make(out._data, True, node, i) if wanted else out
-                     for i, (out, wanted, alias) in enumerate(zip(
-                         user, joint.differentiable, joint.aliases, strict=True)))
+        returned = tuple(_rebuild_alias(inputs, alias) if alias is not None else
+                         Tensor._make(out._data, True, node, i) if wanted else out
+                         for i, (out, wanted, alias) in enumerate(zip(
+                             user, joint.differentiable, joint.aliases, strict=True)))
+        node.saved = _saved_values(joint, inputs, returned, results)
+        return returned
+
+
+def _saved_values(joint: JointGraphs, inputs: tuple, returned: tuple,
+                  results: tuple) -> SavedValues:
+    """What the backward reads, with the versions to check (JointGraphs.saved): inputs as
+    Tensors, returned outputs as arrays with the returned tensor's version counter (no
+    reference from the node back to its own output), intermediates as arrays."""
+    values, counters, versions = [], [], []
+    for kind, index in joint.saved:
+        counter = None
+        if kind == "input":
+            value = inputs[index]
+        elif kind == "user":
+            counter = returned[index]._version_counter()
+            value = returned[index]._data
+        else:
+            value = results[index]._data
+        values.append(value)
+        counters.append(counter)
+        versions.append(counter.value if counter is not None else
+                        value._version if isinstance(value, Tensor) else 0)
+    return SavedValues(values, counters, versions)
 
 
 def _rebuild_alias(inputs: tuple, alias: tuple[int, tuple]) -> Tensor:
     """An aliased output (JointGraphs.aliases): the input, or its view made by eager ops."""
     index, replay = alias
-    value = inputs[index]
-    for step in replay:
-        value = view_op(value, step.op, step.params)
-    return value
+    return rebuild_view(inputs[index], replay, "default") if replay else inputs[index]

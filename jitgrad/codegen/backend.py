@@ -9,10 +9,10 @@ so an op without a lowering never fails the compile; the wrapper's generated cod
 each intermediate after its last use. Reductions with their pointwise prologues and
 epilogues are fusion groups too (Note [Reduction fusion]; kernels in `reductions.py`).
 A kernel numba fails to compile makes its graph run with eager ops, with one warning.
-A graph whose inputs require grad (with grad enabled) is split into forward and
-backward graphs (Note [Joint graphs] in autograd.py), each compiled this way, and runs
-as a `CompiledRegion` with one autograd node; when its backward cannot be built, it runs
-`gm.forward` itself so eager autograd records through it (logged on `perf_hints`).
+A graph whose inputs require grad (with grad enabled at its entry or inside it) is split
+into forward and backward graphs (Note [Joint graphs] in autograd.py), each compiled this
+way, and runs as a `CompiledRegion` with one autograd node; when its backward cannot be
+built, it runs `gm.forward` itself so eager autograd records through it (logged on `perf_hints`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from jitgrad import config
 from jitgrad.codegen.autograd import compile_region
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
-from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import Graph, Node, map_arg
@@ -83,8 +83,8 @@ def build_program(gm: GraphModule, example_inputs: list[Any],
                   compile_one: Callable[[Graph, dict[str, Any]], Any]) -> Any:
     """`numba_backend` with each graph (captured, or the forward and backward of a joint
     pair) compiled by `compile_one(graph, attrs)` (check mode wraps `compile_graph`)."""
-    if not (STATE.enabled and any(isinstance(x, Tensor) and x.requires_grad
-                                  for x in example_inputs)):
+    if not (_records_grad(gm.graph) and any(isinstance(x, Tensor) and x.requires_grad
+                                            for x in example_inputs)):
         return compile_one(gm.graph, gm.attrs)
     try:
         return compile_region(gm.graph, example_inputs,
@@ -93,6 +93,14 @@ def build_program(gm: GraphModule, example_inputs: list[Any],
         _PERF_LOG.info("graph runs with eager autograd (its backward was not compiled): %s",
                        e.message)
         return gm.forward
+
+
+def _records_grad(graph: Graph) -> bool:
+    """Whether grad mode is on somewhere in `graph`: at its entry, or after a switch into
+    an `enable_grad()`/`set_grad_enabled(True)` block (the function may be called under
+    `no_grad()` and turn grad mode on inside)."""
+    return STATE.enabled or any(node.target is set_grad_mode and node.args == (True,)
+                                for node in graph.nodes if node.op == "call_function")
 
 
 def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:

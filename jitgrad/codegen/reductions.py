@@ -147,12 +147,12 @@ class _Source:
         self.group, self.spec, self.reduction = group, spec, group.reduction
         self.shape = tuple(group.shape)
         members = set(group.nodes)
-        position = {n: i for i, n in enumerate(group.nodes)}
         core = {group.reduction, spec.companion}
-        self.prologue = [n for n in group.nodes if n not in core
-                         and position[n] < position[group.reduction]
-                         and (spec.companion is None or position[n] < position[spec.companion])]
-        self.epilogue = [n for n in group.nodes if n not in core and n not in self.prologue]
+        # the prologue is what the reduction reads, not what comes before it: an epilogue
+        # member may precede the reduction in graph order (`z = y * 2; x.sum(1, True) + z`)
+        feeds = _ancestors_in([n for n in core if n is not None], members)
+        self.prologue = [n for n in group.nodes if n not in core and n in feeds]
+        self.epilogue = [n for n in group.nodes if n not in core and n not in feeds]
         self.dtype = spec.source.meta["val"].dtype.np
         self.operands: list[_Operand] = []
         if spec.kind == "cross_entropy":
@@ -236,6 +236,18 @@ class _Source:
             if op.name.startswith("out"):
                 lines.append(f"{{{op.name}}} = {names[op.node]}")
         return lines
+
+
+def _ancestors_in(roots: list[Node], members: set[Node]) -> set[Node]:
+    """The members that `roots` read, directly or through other members."""
+    found: set[Node] = set()
+    stack = [a for root in roots for a in root.all_input_nodes]
+    while stack:
+        node = stack.pop()
+        if node in members and node not in found:
+            found.add(node)
+            stack.extend(node.all_input_nodes)
+    return found
 
 
 @dataclass

@@ -95,6 +95,26 @@ def view_op(source: Tensor, op: OpDef, params: dict[str, Any]) -> Tensor:
     return make_view(source, out, op, params)
 
 
+def rebuild_view(base: Tensor, replay: tuple[ReplayStep, ...], creation: str) -> Tensor:
+    """The view `replay` makes of `base`, made again with eager view ops (sharing its
+    storage, version counter and autograd history), in the grad mode it was made in.
+
+    creation: the ViewInfo's ("no_grad" replays under no_grad; a multi-output op's name
+    keeps its restriction on in-place writes). Compiled graphs return the views they
+    computed this way (AOTAutograd regenerates aliased outputs the same way).
+    """
+    enabled = STATE.enabled
+    STATE.enabled = enabled and creation != "no_grad"
+    try:
+        for step in replay:
+            out = apply_op(step.op, (base,), (base._data,), step.params)
+            base = make_view(base, out, step.op, step.params,
+                             None if creation in ("default", "no_grad") else creation)
+    finally:
+        STATE.enabled = enabled
+    return base
+
+
 def replay_forward(replay: tuple[ReplayStep, ...], value: Any) -> Any:
     """The region of `value` (shaped like the base) that the view looks at."""
     for step in replay:

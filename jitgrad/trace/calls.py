@@ -307,7 +307,11 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     if value in _GRAD_MODE_MANAGERS and not args and not kwargs:
         return GradModeVar(_GRAD_MODE_MANAGERS[value])
     if value is grad_mode.set_grad_enabled and len(args) == 1 and not kwargs:
-        return GradModeVar(bool(constant(tx, args[0])))
+        previous = grad_mode.STATE.enabled
+        tx.ctx.set_grad_mode(bool(constant(tx, args[0])))  # effective at once, as in eager
+        return GradModeVar(grad_mode.STATE.enabled, previous)
+    if value is grad_mode.inference_mode and len(args) <= 1 and not kwargs:
+        return GradModeVar(not (constant(tx, args[0]) if args else True))
     if disabled.is_disabled(value):
         raise Unsupported("DISABLED_CALLEE", f"{_name(value)} is marked jitgrad.disable",
                           "it runs eagerly by design")

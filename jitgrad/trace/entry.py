@@ -36,6 +36,7 @@ from typing import Any
 
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.views import rebuild_view
 from jitgrad.trace import breaks, report, side_effects
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
@@ -288,7 +289,9 @@ class CompiledFunction:
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
             else _tensor_vars(result.output)
         tensors += [t for var in result.side_effects.values() for t in _tensor_vars(var)]
-        # inputs reach the caller as themselves (written back if mutated), not as outputs
+        # a view reaches the caller rebuilt on its base (see `_output_expr`), and inputs as
+        # themselves (written back if mutated), not as outputs
+        tensors = [_view_base(t) for t in tensors]
         tensors = [t for t in tensors if t.fake.storage.input is None]
         tensors += [TensorVar(m.fake) for m in result.mutations]
         graph = _finish_graph(result.graph, tensors)
@@ -326,8 +329,9 @@ class CompiledFunction:
             return _output_expr(var, outputs, env, input_names)
 
         write_back = env.const(side_effects.write_back, "write_back")
-        replay = [f"{write_back}({input_names[m.source]}, __out[{outputs.index(m.fake.node)}], "
-                  f"{m.writes})" for m in result.mutations]
+        replay = [f"{write_back}({input_names[m.source]}, "
+                  f"__out[{outputs.index(m.fake.output_node())}], {m.writes})"
+                  for m in result.mutations]
         replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
         if plan is None:
             body = replay + [f"return {expr(result.output)}"]
@@ -448,13 +452,23 @@ def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
     """Add the output node (every tensor the caller or the break needs), drop dead code."""
     outputs: list[Any] = []
     for var in tensors:
-        node = var.fake.node
+        node = var.fake.output_node()
         if node not in outputs:
             outputs.append(node)
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()
     graph.lint()
     return graph
+
+
+def _view_base(var: TensorVar) -> TensorVar:
+    """The tensor whose graph output a traced tensor reaches the caller from: an alias's
+    owner, a view's base (see `_output_expr`), else the tensor itself."""
+    alias = var.fake.__dict__.get("alias_of")
+    if alias is not None:
+        return _view_base(TensorVar(alias[0]))
+    view = var.fake._view
+    return var if view is None else _view_base(TensorVar(view.base))
 
 
 def _tensor_vars(var: Var) -> list[TensorVar]:
@@ -505,22 +519,32 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
                  input_names: dict[Source, str]) -> str:
     """Python source rebuilding the returned value around the graph's outputs `__out`.
 
-    A graph input is the caller's tensor itself, `__i<k>` (after any write-back into it),
-    and its `.data`/`.detach()` aliases are taken from it.
+    A graph input is the caller's tensor itself, `__i<k>` (after any write-back into it);
+    a `.data`/`.detach()` alias is taken from the tensor it aliases, so it has no history
+    and shares that tensor's memory (and `.detach()` its version counter). A view made in
+    the trace is made again on its base with eager view ops (`rebuild_view`), so it shares
+    the base's storage, version counter and history: an in-place write to either after the
+    graph (at a graph break, or by the caller) reaches the other, values and gradients, as
+    in eager (AOTAutograd's regenerated output aliases).
     """
     if isinstance(var, TensorVar):
         fake = var.fake
         if isinstance(fake, FakeNumber):  # a Python number, not a 0-d tensor
             if var.source is not None:
                 return var.source.reconstruct(env)
-            return f"__out[{outputs.index(fake.node)}].item()"
+            return f"__out[{outputs.index(fake.output_node())}].item()"
+        alias = fake.__dict__.get("alias_of")
+        if alias is not None:
+            owner = _output_expr(TensorVar(alias[0]), outputs, env, input_names)
+            return f"{owner}.data" if alias[1] == "data" else f"{owner}.detach()"
+        view = fake._view
+        if view is not None:
+            base = _output_expr(TensorVar(view.base), outputs, env, input_names)
+            return f"{env.const(rebuild_view, 'rebuild_view')}({base}, " \
+                f"{env.const(view.replay)}, {view.creation!r})"
         if fake.storage.input is not None:
-            name = input_names[fake.storage.input[0]]
-            alias = fake.__dict__.get("alias_of")
-            if alias is None:
-                return name
-            return f"{name}.data" if alias[1] == "data" else f"{name}.detach()"
-        return f"__out[{outputs.index(fake.node)}]"
+            return input_names[fake.storage.input[0]]
+        return f"__out[{outputs.index(fake.output_node())}]"
     if isinstance(var, TensorMethodVar):
         return f"{_output_expr(var.tensor, outputs, env, input_names)}.{var.name}"
     if var.source is not None and isinstance(var, (ConstVar, ObjectVar, ListVar, DictVar,

@@ -22,17 +22,31 @@ aliases sharing that storage. For a graph input, the trace records the mutation 
 runner writes the final value back into the real tensor after the graph ran (numpy copy
 into its storage, version counter advanced by the number of in-place writes, as eager
 does), once per call, before any other replayed side effect (jitgrad/trace/entry.py).
+Views made in the trace follow writes to their base, and writes through them reach it
+(Note [Functionalized views] in jitgrad/trace/view_writes.py).
 Refused, so the instruction runs eagerly at a graph break (or raises eager's error):
-- the tensor is a view, or has views made in the trace (their values would have to follow
-  the write): `INPLACE_ON_VIEW`; likewise an input whose real tensor is a view;
+- a write through a view eager restricts (an expanded view, an output of split, chunk or
+  unbind), through a `.data`/`.detach()` of a view, or into an input whose real tensor
+  is a view: `INPLACE_ON_VIEW`;
 - a graph input, with grad mode on, that requires grad or is written a value that does
   (eager rebases autograd history there, or raises for a leaf): `INPLACE_NEEDS_AUTOGRAD`;
+  under no_grad such an input (an optimizer-style `w.sub_(lr * w.grad)`) is written like
+  any other and stays the leaf (see "Writes autograd does not see" below); the runner
+  writes the value back into the leaf itself, which keeps requires_grad and is_leaf;
 - a tensor the trace reached without a source (a constant from outside): `INPLACE_ON_CONSTANT`;
 - an input sharing memory with another input (checked when the trace ends, not guarded
   on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
 - `x[i] = v` with an index mixing slices and index tensors: `UNSUPPORTED_INDEX` (other
   indices record `index_put`).
 Tensors made inside the graph may be written in place freely, with or without grad.
+
+Writes autograd does not see: a write under no_grad, or through a `.data`/`.detach()`
+alias, changes a tensor's values but not its autograd history (eager keeps its grad_fn,
+or its leaf-ness). The storage then remembers the node of its last value written with
+history (`FakeStorage.history`), and a read with grad mode on, or the tensor reaching
+the caller, gives `with_history(history, value)`: the written values, differentiated as
+the tensor's history (as eager's `(x * w).sum()` after `with no_grad(): w.sub_(...)`).
+A write autograd sees makes the written value the history again.
 """
 
 from __future__ import annotations
@@ -43,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.ops import inplace
 from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.index_parsing import parse_index
@@ -53,6 +67,7 @@ from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.view_writes import regenerated, unwritable_view, views_of, written_base
 
 
 class Unsupported(Exception):  # noqa: N818 - Dynamo's name for "cannot trace this"
@@ -139,14 +154,16 @@ class FakeStorage:
     outside: a constant tensor the trace reached without a source (not writable);
     written: whether an in-place op wrote it; bumps: how many of those writes advance its
     version counter (not writes through `.data`, which has its own counter, as in eager);
-    tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases).
-    See Note [Functionalized in-place ops].
+    tensors: the FakeTensors sharing it (the tensor and its `.data`/`.detach()` aliases);
+    history: the node of the last value with autograd history, after a write autograd did
+    not see. See Note [Functionalized in-place ops].
     """
 
-    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors")
+    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors", "history")
 
     def __init__(self, node: GraphNode) -> None:
         self.node = node
+        self.history: GraphNode | None = None
         self.input: tuple[Any, Tensor] | None = None
         self.outside = False
         self.written = False
@@ -180,6 +197,9 @@ class FakeTensor(Tensor):
         gradient, as in eager."""
         storage = self.__dict__["storage"]
         alias = self.__dict__.get("alias_of")
+        if alias is None and storage.history is not None and STATE.enabled and \
+                STATE.recorder is not None:
+            return self.output_node()
         if alias is None or not (STATE.enabled and alias[0]._requires_grad) or \
                 STATE.recorder is None:
             return storage.node
@@ -188,6 +208,22 @@ class FakeTensor(Tensor):
             detached = STATE.recorder._node(OPS["detach"], (storage.node,), {})
             detached.meta["val"] = self
             cached = self.__dict__["detached"] = (storage.node, detached)
+        return cached[1]
+
+    def output_node(self) -> GraphNode:
+        """The node giving this tensor to the caller (or to ops read with grad on): its
+        value, with its history after a write autograd did not see (`with_history`, made
+        once per value, also after the trace ended). See Note [Functionalized in-place ops]."""
+        storage = self.storage
+        if storage.history is None or self.__dict__.get("alias_of") is not None:
+            return storage.node
+        cached = self.__dict__.get("with_history")
+        if cached is None or cached[0] is not storage.node:
+            args = (storage.history, storage.node)
+            node = STATE.recorder._node(OPS["with_history"], args, {}) if STATE.recorder \
+                else _with_history_at_end(storage.node.graph, args)
+            node.meta["val"] = self
+            cached = self.__dict__["with_history"] = (storage.node, node)
         return cached[1]
 
     @property
@@ -219,6 +255,8 @@ class FakeTensor(Tensor):
                           "it runs between graphs, on the real tensors")
 
     def copy_(self, src: Any, non_blocking: bool = False) -> FakeTensor:
+        """Eager's copy op (a new array; the old value gets a zero gradient, as eager's
+        CopyBackwards gives it), functionalized."""
         if not isinstance(src, Tensor):
             return _write(self, _record_fill(self, src), "copy_", check_dtype=False)
         if src._data.shape != self._data.shape:
@@ -226,10 +264,8 @@ class FakeTensor(Tensor):
                 expanded_shape(src._data.shape, self._data.shape)
             except RuntimeError:
                 raise broadcast_error("copy_", self, src) from None
-            src = apply_op(OPS["expand"], (src,), (src._data,), {"shape": self._data.shape})
-        if self.storage.input is None:  # its own value, not src's (a graph input is copied
-            src = src.clone()           # into when written back)
-        return _write(self, src, "copy_", check_dtype=False)
+        copied = apply_op(inplace.COPY, (self, src), (self._data, src._data))
+        return _write(self, copied, "copy_", check_dtype=False)
 
     def fill_(self, value: Any) -> FakeTensor:
         if isinstance(value, Tensor) and value._data.ndim:
@@ -292,6 +328,18 @@ class FakeTensor(Tensor):
         return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
 
 
+def _with_history_at_end(graph: Graph, args: tuple) -> GraphNode:
+    """A `with_history` node added after the trace (for the caller), which runs in the
+    graph's entry mode: grad mode on around it, since the tensor has its history whatever
+    mode the caller is in (as a tensor made in an `enable_grad()` block keeps it)."""
+    if STATE.enabled:
+        return graph.call_function(OPS["with_history"], args)
+    graph.call_function(set_grad_mode, (True,))
+    node = graph.call_function(OPS["with_history"], args)
+    graph.call_function(set_grad_mode, (False,))
+    return node
+
+
 def _record_fill(target: FakeTensor, value: Any) -> Tensor:
     """The value of `target` filled with a number or a 0-d tensor (eager's fill op)."""
     operand = value._data if isinstance(value, Tensor) else value
@@ -300,19 +348,24 @@ def _record_fill(target: FakeTensor, value: Any) -> Tensor:
 
 def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
     """Refuse the writes Note [Functionalized in-place ops] lists (Unsupported)."""
-    storage = target.storage
-    if target._view is not None or any(t._vc is not None for t in storage.tensors):
-        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is a "
-                          "view or has views in the compiled function",
-                          "it runs eagerly, where views see the write; use out-of-place ops "
-                          "to keep it in the graph")
+    view = target._view
+    alias = target.__dict__.get("alias_of")
+    reason = unwritable_view(view) if view is not None else None
+    if reason is None and alias is not None and alias[0]._view is not None:
+        reason = "an alias (.data/.detach()) of a view"
+    if reason is not None:
+        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is "
+                          f"{reason}", "it runs eagerly, where the view's rules apply")
+    owner = view.base if view is not None else target
+    storage = owner.storage
     if storage.outside:
         raise Unsupported("INPLACE_ON_CONSTANT", f"in-place {what} on a tensor the compiled "
                           "function reached without a source (e.g. a default argument)",
                           "pass the tensor as an argument")
     if storage.input is None:
         return
-    if STATE.enabled and (target._requires_grad or value._requires_grad):
+    if STATE.enabled and (storage.input[1]._requires_grad or target._requires_grad or
+                          value._requires_grad):
         raise Unsupported("INPLACE_NEEDS_AUTOGRAD", f"in-place {what} on an input of the "
                           "compiled function with grad mode on and a tensor requiring grad",
                           "it runs eagerly (autograd rebases history there, or raises for a "
@@ -325,6 +378,8 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
 def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = True) -> FakeTensor:
     """`target` now holds `value` (the functional form of an in-place op); returns target.
 
+    A write through a view writes its base; the views of the written base are then
+    regenerated (Note [Functionalized views] in jitgrad/trace/view_writes.py).
     check_dtype: refuse results that cannot be cast into target's dtype (arithmetic ops do,
     as in eager; copy_ and fill_ cast anything). Raises RuntimeError for a result whose
     shape is not target's (eager's message), Unsupported for refused writes.
@@ -341,15 +396,35 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
                 "or convert x first")
         value = apply_op(OPS["to_dtype"], (value,), (value._data,),
                          {"np_dtype": target._data.dtype})
-    node = value.node if isinstance(value, FakeTensor) else STATE.recorder.constant_of(value)
-    storage = target.storage
-    storage.node = node
-    storage.written = True
-    if target.__dict__.get("alias_of", (None, ""))[1] != "data":
-        storage.bumps += 1
-    if STATE.enabled and value._requires_grad:
-        target._requires_grad = True
+    base = target
+    if target._view is not None:
+        base = target._view.base
+        value = written_base(target._view, base, value)
+    # autograd sees the write unless grad mode is off or it goes through .data/.detach()
+    visible = STATE.enabled and base.__dict__.get("alias_of") is None
+    _rebind(base.storage, value, visible)
+    base.storage.written = True
+    if base.__dict__.get("alias_of", (None, ""))[1] != "data":
+        base.storage.bumps += 1
+    if visible and value._requires_grad:
+        base._requires_grad = True
+    for view in views_of(STATE.recorder.graph, base.storage):
+        new = regenerated(view)
+        _rebind(view.storage, new, visible)
+        if visible and new._requires_grad:
+            view._requires_grad = True
     return target
+
+
+def _rebind(storage: FakeStorage, value: Tensor, visible: bool) -> None:
+    """The storage now holds `value`; a write autograd does not see keeps the history
+    (Note [Functionalized in-place ops])."""
+    if visible:
+        storage.history = None
+    elif storage.history is None and any(t._requires_grad for t in storage.tensors):
+        storage.history = storage.node
+    storage.node = value.node if isinstance(value, FakeTensor) else \
+        STATE.recorder.constant_of(value)
 
 
 def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor]:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.trace.sources import Source
-from jitgrad.trace.variables import DictVar, ListVar, ObjectVar, Var
+from jitgrad.trace.variables import ConstVar, DictVar, ListVar, ObjectVar, Var
 
 
 class SideEffects:
@@ -61,6 +61,11 @@ class SideEffects:
 
     def load_item(self, mapping: dict, key: Any) -> Var | None:
         return self._stores.get((id(mapping), id(key)))
+
+    def set_grad_mode(self, source: Source, enabled: bool) -> None:
+        """The traced frame leaves grad mode switched (`set_grad_enabled(b)` called without
+        `with`): replayed as `<grad state>.enabled = b`."""
+        self._entries.append(("assign", source, None, ConstVar(enabled)))
 
     def mutated(self, container: ListVar | DictVar) -> None:
         """A caller's list or dict was changed in the trace (its Var holds the new items)."""

@@ -336,16 +336,20 @@ class TraceContext:
         self.side_effects.store_global(tx.f_globals, name, _global_source(tx, name), value)
 
     # ----- grad mode ----------------------------------------------------------------------
-    def enter_grad_mode(self, enabled: bool) -> GradModeExitVar:
-        previous = STATE.enabled
-        self._set_grad_mode(enabled)
+    def enter_grad_mode(self, enabled: bool, previous: bool | None = None) -> GradModeExitVar:
+        """A grad-mode `with` block starts; its exit restores `previous` (by default the
+        mode found here)."""
+        if previous is None:
+            previous = STATE.enabled
+        self.set_grad_mode(enabled)
         return GradModeExitVar(previous, enabled)
 
     def exit_grad_mode(self, exit_var: GradModeExitVar) -> Var:
-        self._set_grad_mode(exit_var.previous)
+        self.set_grad_mode(exit_var.previous)
         return ConstVar(None)
 
-    def _set_grad_mode(self, enabled: bool) -> None:
+    def set_grad_mode(self, enabled: bool) -> None:
+        """Switch grad mode in the trace (a `set_grad_mode` node marks the region)."""
         if enabled != STATE.enabled:
             node = self.graph.call_function(set_grad_mode, (enabled,))
             if self.recorder.location is not None:
@@ -550,6 +554,13 @@ def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: 
     return bound
 
 
+def _mode_outside_blocks(tx: Translator) -> bool:
+    """The grad mode the traced frame leaves (or is in at its break) outside any grad-mode
+    `with` block still open (their exits on the stack; the resume function re-enters them)."""
+    exits = [v for v in tx.stack if isinstance(v, GradModeExitVar)] if tx.stopped else []
+    return exits[0].previous if exits else STATE.enabled
+
+
 def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
                    stop_at: int | None = None,
                    dynamic_numbers: frozenset[Source] = frozenset()) -> TraceResult:
@@ -577,8 +588,11 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
     try:
         with recording(ctx.recorder):
             output = tx.run()
-            if STATE.enabled != entry_mode:  # stopped inside a grad-mode block
-                ctx._set_grad_mode(entry_mode)
+            outside = _mode_outside_blocks(tx)
+            if outside != entry_mode:  # a bare set_grad_enabled(b): it outlives the call
+                ctx.side_effects.set_grad_mode(GradModeSource(), outside)
+            if STATE.enabled != entry_mode:  # the graph leaves the mode as it found it
+                ctx.set_grad_mode(entry_mode)
     finally:
         if STATE.enabled != entry_mode:
             set_grad_mode(entry_mode)

@@ -442,6 +442,7 @@ class Translator:
         if not isinstance(manager, GradModeVar):
             raise Unsupported("UNSUPPORTED_CONTEXT_MANAGER", "a `with` block over a context "
                               "manager the tracer does not model",
-                              "only no_grad/enable_grad/set_grad_enabled are traced")
-        self.push(self.ctx.enter_grad_mode(manager.enabled))
+                              "only no_grad/enable_grad/set_grad_enabled/inference_mode "
+                              "are traced")
+        self.push(self.ctx.enter_grad_mode(manager.enabled, manager.previous))
         self.push(ConstVar(None))

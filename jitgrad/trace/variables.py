@@ -103,9 +103,13 @@ class NestedFunctionVar(Var):
 
 @dataclass(eq=False)
 class GradModeVar(Var):
-    """`no_grad()` / `enable_grad()` / `set_grad_enabled(b)` used as a context manager."""
+    """`no_grad()` / `enable_grad()` / `set_grad_enabled(b)` / `inference_mode()`, used as a
+    context manager. `set_grad_enabled(b)` switched the mode when called (as in eager), so
+    its block restores the mode from before that call, `previous`; the others restore the
+    mode found when their block is entered (previous None)."""
 
     enabled: bool
+    previous: bool | None = None
 
 
 @dataclass(eq=False)
