@@ -26,7 +26,14 @@ from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import dropout_mask
 from jitgrad.eager.tensor import Tensor
-from jitgrad.nn.functional_conv import avg_pool2d, conv2d, max_pool2d
+from jitgrad.nn.functional_conv import (
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    max_pool2d,
+)
 from jitgrad.nn.functional_norm import batch_norm, group_norm, instance_norm
 
 # ----- losses -------------------------------------------------------------------------
@@ -445,5 +452,6 @@ __all__ = [
     "binary_cross_entropy_with_logits", "one_hot", "scaled_dot_product_attention", "pad",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "softplus", "elu", "hardtanh", "logsigmoid",
     "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity", "conv2d", "max_pool2d",
-    "avg_pool2d", "batch_norm", "instance_norm", "group_norm",
+    "avg_pool2d", "batch_norm", "instance_norm", "group_norm", "conv1d", "conv_transpose1d",
+    "conv_transpose2d",
 ]

@@ -1,5 +1,5 @@
-"""2-D convolution and pooling of `jitgrad.nn.functional` (re-exported there as `F.conv2d`,
-`F.max_pool2d`, `F.avg_pool2d`).
+"""Convolution and pooling of `jitgrad.nn.functional` (re-exported there: `F.conv1d`,
+`F.conv2d`, `F.conv_transpose1d`, `F.conv_transpose2d`, `F.max_pool2d`, `F.avg_pool2d`).
 
 Both read the input's sliding windows with the `unfold2d` op (jitgrad/eager/ops/conv.py):
 convolution is one matrix product of the windows (N*OH*OW, C*kh*kw) with the weight
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jitgrad.eager.ops import nn_ops
+from jitgrad.eager.ops import joining, nn_ops
 from jitgrad.eager.ops.conv import unfold2d
 from jitgrad.eager.tensor import Tensor
 
@@ -52,36 +52,141 @@ def _batched(input: Tensor, name: str) -> tuple[Tensor, bool]:
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
-    """2-D cross-correlation: input (N, C, H, W) or (C, H, W), weight (O, C, kh, kw), bias
-    (O,) -> (N, O, OH, OW) (contiguous), in the inputs' dtype.
+    """2-D cross-correlation: input (N, C, H, W) or (C, H, W), weight (O, C/groups, kh, kw),
+    bias (O,) -> (N, O, OH, OW) (contiguous), in the inputs' dtype.
 
     padding: int, pair, "valid" (0) or "same" (stride 1; extra row/column at the end
-    when the total padding is odd, as PyTorch).
+    when the total padding is odd, as PyTorch). With groups > 1 the channels split into
+    `groups` independent convolutions whose outputs are concatenated.
     Raises RuntimeError for mismatched channels or shapes, a kernel larger than the
-    padded input, or padding="same" with stride > 1; NotImplementedError for groups > 1.
+    padded input, or padding="same" with stride > 1.
     """
-    if groups != 1:
-        raise NotImplementedError(f"conv2d: groups={groups} is not implemented by jitgrad; "
-                                  "only groups=1 (a dense convolution)")
     x, unbatched = _batched(input, "conv2d")
     if weight.ndim != 4:
         raise RuntimeError(f"conv2d: expected a 4-D weight (out_channels, in_channels, kh, kw), "
                            f"got size {list(weight.shape)}")
-    out_channels, in_channels, kh, kw = weight.shape
-    if x.shape[1] != in_channels:
-        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {in_channels} channels, but got "
-                           f"{x.shape[1]} channels instead")
+    out_channels, group_in, kh, kw = weight.shape
+    if x.shape[1] != group_in * groups or out_channels % groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {group_in * groups} "
+                           f"channels, but got {x.shape[1]} channels instead")
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     rows, cols = _conv_padding(padding, (kh, kw), stride, dilation)
-    patches = unfold2d(_pad(x, rows, cols, 0.0), (kh, kw), stride, dilation)
+    padded = _pad(x, rows, cols, 0.0)
+    group_out = out_channels // groups
+    outs = [_dense_conv(padded[:, g * group_in:(g + 1) * group_in],
+                        weight[g * group_out:(g + 1) * group_out], stride, dilation)
+            for g in range(groups)]
+    out = outs[0] if groups == 1 else joining.cat(outs, 1)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
+def _dense_conv(x: Tensor, weight: Tensor, stride: Pair, dilation: Pair) -> Tensor:
+    """One matrix product of x's windows (N*OH*OW, C*kh*kw) with weight (O, C*kh*kw)."""
+    out_channels, in_channels, kh, kw = weight.shape
+    patches = unfold2d(x, (kh, kw), stride, dilation)
     n, oh, ow = patches.shape[:3]
     out = patches.reshape(n * oh * ow, in_channels * kh * kw) @ \
         weight.reshape(out_channels, in_channels * kh * kw).t()
-    if bias is not None:
-        out = out + bias
-    out = out.reshape(n, oh, ow, out_channels).permute(0, 3, 1, 2).contiguous()
+    return out.reshape(n, oh, ow, out_channels).permute(0, 3, 1, 2).contiguous()
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D cross-correlation: input (N, C, L) or (C, L), weight (O, C/groups, k), bias (O,)
+    -> (N, O, OL): conv2d over a height-1 image (same padding and error rules)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"conv1d: expected 2-D (unbatched) or 3-D (batched) input, but got "
+                           f"input of size: {list(input.shape)}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"conv1d: expected a 3-D weight (out_channels, in_channels, k), "
+                           f"got size {list(weight.shape)}")
+    pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+                 (1, _single(stride, "stride")), pad, (1, _single(dilation, "dilation")), groups)
+    return out.squeeze(-2)
+
+
+def _single(value: Any, name: str) -> int:
+    if isinstance(value, int):
+        return value
+    values = tuple(int(v) for v in value)
+    if len(values) != 1:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of 1 value "
+                           f"to match the convolution dimensions, but got {name}={value}")
+    return values[0]
+
+
+def _interleave_zeros(x: Tensor, dim: int, stride: int) -> Tensor:
+    """x with stride-1 zeros between neighbours along `dim` (size n -> (n-1)*stride+1)."""
+    if stride == 1:
+        return x
+    size = x.shape[dim]
+    spread = nn_ops.pad_constant(x.unsqueeze(dim + 1),
+                                 tuple((0, stride - 1) if d == dim + 1 else (0, 0)
+                                       for d in range(x.ndim + 1)), 0.0)
+    merged = spread.reshape(*x.shape[:dim], size * stride, *x.shape[dim + 1:])
+    return merged.narrow(dim, 0, (size - 1) * stride + 1)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """The transpose (input gradient) of conv2d: input (N, C, H, W) or (C, H, W), weight
+    (C, O/groups, kh, kw), bias (O,) -> (N, O, OH, OW) with
+    OH = (H - 1) sh - 2 ph + dh (kh - 1) + output_padding_h + 1.
+
+    Computed as conv2d of the input spread by `stride` (zeros between pixels), padded by
+    dh (kh - 1) - ph (+ output_padding at the end), with the kernel flipped and its
+    channel axes swapped. Raises RuntimeError when output_padding is not smaller than
+    stride or dilation, or when channels do not match.
+    """
+    x, unbatched = _batched(input, "conv_transpose2d")
+    in_channels, group_out, kh, kw = weight.shape
+    if x.shape[1] != in_channels or in_channels % groups:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {in_channels} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pad, extra = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    for e, s, d in zip(extra, stride, dilation, strict=True):
+        if e >= max(s, d):
+            raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={extra}, stride={stride}, "
+                               f"dilation={dilation}")
+    spread = _interleave_zeros(_interleave_zeros(x, 2, stride[0]), 3, stride[1])
+    edges = [(d * (k - 1) - p, d * (k - 1) - p + e)
+             for k, p, d, e in zip((kh, kw), pad, dilation, extra, strict=True)]
+    spread = _crop(spread, edges)
+    rows, cols = ((max(lo, 0), max(hi, 0)) for lo, hi in edges)
+    group_in = in_channels // groups
+    kernel = weight.flip((2, 3)).reshape(groups, group_in, group_out, kh, kw) \
+        .transpose(1, 2).reshape(groups * group_out, group_in, kh, kw)
+    out = conv2d(_pad(spread, rows, cols, 0.0), kernel, bias, 1, 0, dilation, groups)
     return out.squeeze(0) if unbatched else out
+
+
+def _crop(x: Tensor, edges: list[tuple[int, int]]) -> Tensor:
+    """x with -lo/-hi rows and columns cut where an edge's padding is negative."""
+    for dim, (lo, hi) in zip((2, 3), edges, strict=True):
+        start, stop = max(-lo, 0), x.shape[dim] - max(-hi, 0)
+        if start or stop != x.shape[dim]:
+            x = x.narrow(dim, start, stop - start)
+    return x
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """conv_transpose2d over a height-1 image: input (N, C, L) or (C, L), weight
+    (C, O/groups, k) -> (N, O, OL)."""
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+                           (1, _single(stride, "stride")), (0, _single(padding, "padding")),
+                           (0, _single(output_padding, "output_padding")), groups,
+                           (1, _single(dilation, "dilation")))
+    return out.squeeze(-2)
 
 
 def _conv_padding(padding: Any, kernel: Pair, stride: Pair, dilation: Pair) -> tuple[Pair, Pair]:
@@ -164,4 +269,5 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return out.squeeze(0) if unbatched else out
 
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool2d",
+           "avg_pool2d"]

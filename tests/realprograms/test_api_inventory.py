@@ -243,8 +243,9 @@ UNSUPPORTED = [
      r"autocast.*float32"),
     ("torch.nn.functional.conv3d", AttributeError,
      r"jitgrad does not implement torch\.nn\.functional\.conv3d \(used at .*<inventory>:1\)"),
-    ("torch.nn.LSTM", AttributeError, r"jitgrad does not implement torch\.nn\.LSTM"),
-    ("torch.nn.Conv2d(2, 2, 3, groups=2)", NotImplementedError, r"groups=1"),
+    ("torch.nn.Transformer", AttributeError, r"jitgrad does not implement torch\.nn\.Transformer"),
+    ("torch.nn.Conv2d(2, 2, 3, padding_mode='reflect')", NotImplementedError,
+     r"padding_mode='zeros' only"),
     ("torch.nn.functional.max_pool2d(torch.ones(1, 1, 4, 4), 2, return_indices=True)",
      NotImplementedError, r"return_indices=True is not implemented"),
     ("torch.fft.rfft", AttributeError, r"jitgrad does not implement torch\.fft"),
@@ -252,8 +253,6 @@ UNSUPPORTED = [
     ("torch.amp.GradScaler('cpu')", RuntimeError, r"no mixed precision.*enabled=False"),
     ("torch.nn.Embedding(3, 2, sparse=True)(torch.tensor([1]))", NotImplementedError,
      r"sparse=True"),
-    ("torch.nn.functional.conv2d(torch.ones(1, 2, 4, 4), torch.ones(2, 1, 3, 3), groups=2)",
-     NotImplementedError, r"groups=2 is not implemented"),
 ]
 
 

@@ -25,7 +25,7 @@ from jitgrad.nn.modules.batchnorm import (
     InstanceNorm3d,
 )
 from jitgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
-from jitgrad.nn.modules.conv import Conv2d
+from jitgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from jitgrad.nn.modules.dropout import Dropout
 from jitgrad.nn.modules.flatten import Flatten, Unflatten
 from jitgrad.nn.modules.linear import Identity, Linear
@@ -48,4 +48,4 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "GroupNorm"]
+           "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
