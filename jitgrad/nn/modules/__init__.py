@@ -15,6 +15,7 @@ from jitgrad.nn.modules.activation import (
     Softplus,
     Tanh,
 )
+from jitgrad.nn.modules.attention import MultiheadAttention
 from jitgrad.nn.modules.batchnorm import (
     BatchNorm1d,
     BatchNorm2d,
@@ -41,6 +42,13 @@ from jitgrad.nn.modules.module import Module
 from jitgrad.nn.modules.normalization import LayerNorm
 from jitgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
 from jitgrad.nn.modules.sparse import Embedding
+from jitgrad.nn.modules.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "ReLU",
            "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
@@ -48,4 +56,6 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-           "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+           "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
+           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
