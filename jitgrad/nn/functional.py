@@ -26,6 +26,7 @@ from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import dropout_mask
 from jitgrad.eager.tensor import Tensor
+from jitgrad.nn import functional_sampling as sampling
 from jitgrad.nn.functional_conv import (
     avg_pool2d,
     conv1d,
@@ -35,6 +36,16 @@ from jitgrad.nn.functional_conv import (
     max_pool2d,
 )
 from jitgrad.nn.functional_norm import batch_norm, group_norm, instance_norm
+from jitgrad.nn.functional_sampling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    dropout1d,
+    dropout2d,
+    interpolate,
+    prelu,
+)
 
 # ----- losses -------------------------------------------------------------------------
 
@@ -305,24 +316,27 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 
 
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
-    """Pad with `value` (0 by default); `pad` lists (left, right) pairs from the last dim
-    backwards: `pad(x, (1, 2))` adds 1 before and 2 after the last dim.
+    """Pad by `pad`, (left, right) pairs from the last dim backwards: `pad(x, (1, 2))` adds 1
+    before and 2 after the last dim. mode: "constant" (with `value`, 0 by default),
+    "reflect", "replicate" or "circular" (jitgrad.nn.functional_sampling).
 
-    Raises NotImplementedError for modes other than 'constant', RuntimeError for
-    negative (cropping) widths or more pairs than dims.
+    Raises RuntimeError for negative (cropping) widths, more pairs than dims, or
+    reflect/circular widths the input is too small for; NotImplementedError for other modes.
     """
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode={mode!r} is not supported by jitgrad; only "
-                                  "'constant' padding is implemented")
-    pad = tuple(int(p) for p in pad)
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the number "
-                           f"of dims ({input.ndim}), got {len(pad)}")
-    if any(p < 0 for p in pad):
+    pairs = sampling.pad_pairs(pad, input.ndim)
+    if any(p < 0 for pair in pairs for p in pair):
         raise RuntimeError(f"pad: negative (cropping) widths {list(pad)} are not supported by "
                            "jitgrad; slice the tensor instead")
-    pairs = [(pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
-    widths = tuple([(0, 0)] * (input.ndim - len(pairs)) + pairs[::-1])
+    if mode in ("reflect", "replicate", "circular"):
+        if len(pairs) not in (input.ndim - 2, input.ndim - 1) or not 1 <= len(pairs) <= 3:
+            raise NotImplementedError(f"pad: mode={mode!r} pads the 1 to 3 trailing spatial "
+                                      f"dims of a (batched or unbatched) input, but got "
+                                      f"{len(pairs)} pairs for a {input.ndim}-D input")
+        return sampling.pad_indexed(input, pairs, mode)
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode={mode!r} is not supported by jitgrad; use "
+                                  "'constant', 'reflect', 'replicate' or 'circular'")
+    widths = tuple([(0, 0)] * (input.ndim - len(pairs)) + pairs)
     return nn_ops.pad_constant(input, widths, 0.0 if value is None else value)
 
 
@@ -453,5 +467,6 @@ __all__ = [
     "relu", "relu6", "leaky_relu", "gelu", "silu", "softplus", "elu", "hardtanh", "logsigmoid",
     "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity", "conv2d", "max_pool2d",
     "avg_pool2d", "batch_norm", "instance_norm", "group_norm", "conv1d", "conv_transpose1d",
-    "conv_transpose2d",
+    "conv_transpose2d", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu",
 ]
