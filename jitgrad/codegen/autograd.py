@@ -271,7 +271,7 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
     primals = [n for n in joint.placeholders if not n.target.startswith("tangent_")]
     tangents = [n for n in joint.placeholders if n.target.startswith("tangent_")]
     roots = [n for n in user_outputs if isinstance(n, GraphNode)]
-    roots += [n for n in joint.nodes if n.op == "call_function" and n.target is set_grad_mode]
+    roots += _forward_effects(joint, tangents)
     in_forward = _ancestors(roots)
     in_forward.update(primals)
     backward_nodes = [n for n in joint.nodes if n not in in_forward and n.op != "output"]
@@ -313,6 +313,20 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
                           for g in input_grads))
     return JointGraphs(forward, backward, num_user, saved_spec, differentiable, grad_inputs,
                        aliases)
+
+
+def _forward_effects(joint: Graph, tangents: list[GraphNode]) -> list[GraphNode]:
+    """Nodes the forward runs although no output needs them: grad-mode switches and the
+    impure calls (value checks, random draws) that read no tangent, in eager's order."""
+    from_tangents = set(tangents)
+    effects = []
+    for node in joint.nodes:
+        if any(n in from_tangents for n in node.all_input_nodes):
+            from_tangents.add(node)
+        elif node.op == "call_function" and (node.target is set_grad_mode or (
+                isinstance(node.target, OpDef) and node.is_impure())):
+            effects.append(node)
+    return effects
 
 
 def _ancestors(roots: list[GraphNode]) -> set[GraphNode]:
