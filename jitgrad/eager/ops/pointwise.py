@@ -17,6 +17,7 @@ from scipy import special
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops._binary import binary, cast_operands, result_dtype, unary
+from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
@@ -120,12 +121,19 @@ def _is_integral(*operands: Any) -> bool:
     return not result_dtype(*operands).is_floating_point
 
 
-def _check_integer_divisor(other: Any) -> None:
-    """Integer division by zero is an error in PyTorch (numpy returns 0 with a warning)."""
-    divisor = other._data if isinstance(other, Tensor) else other
-    if np.any(divisor == 0):
-        raise RuntimeError("ZeroDivisionError: integer division by zero; check the divisor "
-                           "or convert to float (float division by zero gives inf/nan)")
+_INTEGER_DIVISION_BY_ZERO = ("ZeroDivisionError: integer division by zero; check the divisor "
+                             "or convert to float (float division by zero gives inf/nan)")
+
+
+def _checked_integer_divisor(other: Any) -> Any:
+    """`other` after refusing a zero: integer division by zero is an error in PyTorch (numpy
+    returns 0 with a warning). In a compiled graph, checked when it runs."""
+    if isinstance(other, Tensor):
+        return check_values(other, reject="zero", error="RuntimeError",
+                            message=_INTEGER_DIVISION_BY_ZERO)
+    if other == 0:
+        raise RuntimeError(_INTEGER_DIVISION_BY_ZERO)
+    return other
 
 
 def _div_rounding_forward(a: Any, b: Any, rounding_mode: str) -> np.ndarray:
@@ -177,7 +185,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
                            f"but found '{rounding_mode}'")
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(DIV_ROUNDING, a, b, rounding_mode=rounding_mode)
 
 
@@ -189,7 +197,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(FLOOR_DIVIDE, a, b)
 
 
@@ -200,7 +208,7 @@ def remainder(input: Any, other: Any) -> Tensor:
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(REMAINDER, a, b)
 
 
@@ -208,7 +216,7 @@ def fmod(input: Any, other: Any) -> Tensor:
     """C's fmod: input - trunc(input / other) * other, with the sign of `input`."""
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(FMOD, a, b)
 
 
