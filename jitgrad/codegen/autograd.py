@@ -168,15 +168,14 @@ def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
             placeholder = joint.placeholder(node.target, val)
             if isinstance(value, Tensor):
                 cls = FakeNumber if isinstance(val, FakeNumber) else FakeTensor
-                env[node] = cls.of(placeholder, value.shape, value._data.dtype,
-                                   value.requires_grad and STATE.enabled)
+                env[node] = cls.like(placeholder, value, value.requires_grad and STATE.enabled)
             else:
                 env[node] = value
         elif node.op == "get_attr":
             value = graph.attrs[node.target]
             attr = joint.get_attr(node.target, value)
-            env[node] = FakeTensor.of(attr, value.shape, value._data.dtype, False) \
-                if isinstance(value, Tensor) else value
+            env[node] = FakeTensor.like(attr, value, False) if isinstance(value, Tensor) \
+                else value
         elif node.op == "call_function":
             args = map_arg(node.args, env.__getitem__)
             kwargs = map_arg(node.kwargs, env.__getitem__)

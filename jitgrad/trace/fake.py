@@ -118,8 +118,9 @@ class FakeArray(np.ndarray):
 _VALUE_SHAPED = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.extract, np.compress}
 
 
-def fake_array(shape: tuple[int, ...], np_dtype: np.dtype) -> FakeArray:
-    return np.broadcast_to(np.zeros((), np_dtype), shape).view(FakeArray)
+def fake_array(meta: TensorMeta) -> FakeArray:
+    """Zeros with `meta`'s shape, dtype, strides and storage offset, holding no memory."""
+    return meta.zeros().view(FakeArray)
 
 
 def _contains_fake_array(value: Any) -> bool:
@@ -164,13 +165,21 @@ class FakeTensor(Tensor):
 
     @classmethod
     def of(cls, node: GraphNode, shape: tuple[int, ...], np_dtype: np.dtype,
-           requires_grad: bool) -> FakeTensor:
-        t = cls._make(fake_array(shape, np_dtype), requires_grad)
+           requires_grad: bool, strides: tuple[int, ...] | None = None,
+           offset: int = 0) -> FakeTensor:
+        """The value of `node`: strides in elements (None: C order), as eager's would be."""
+        t = cls._make(fake_array(TensorMeta(shape, np_dtype, strides, offset)), requires_grad)
         storage = FakeStorage(node)
         storage.tensors.append(t)
         t.__dict__["storage"] = storage
         node.meta["val"] = t
         return t
+
+    @classmethod
+    def like(cls, node: GraphNode, tensor: Tensor, requires_grad: bool) -> FakeTensor:
+        """The value of `node`, with the shape, dtype and layout of `tensor`."""
+        meta = TensorMeta.of(tensor._data)
+        return cls.of(node, meta.shape, meta.dtype, requires_grad, meta.strides, meta.offset)
 
     @property
     def node(self) -> GraphNode:
@@ -417,8 +426,7 @@ class OpRecorder:
                               "from a traced tensor's values (e.g. a tensor index or mask)",
                               "it runs eagerly between graphs")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
-        metas = tuple(TensorMeta(a.shape, a.dtype) if isinstance(a, np.ndarray) else a
-                      for a in arrays)
+        metas = tuple(TensorMeta.of(a) if isinstance(a, np.ndarray) else a for a in arrays)
         out_meta = op.infer_meta(metas, params)
         requires_grad = STATE.enabled and op.differentiable and any(
             isinstance(x, Tensor) and x._requires_grad for x in inputs)
@@ -428,12 +436,14 @@ class OpRecorder:
             numbers = all(isinstance(x, FakeNumber) for x in inputs if isinstance(x, Tensor))
             cls = FakeNumber if numbers else FakeTensor
             return cls.of(node, out_meta.shape, out_meta.dtype,
-                          requires_grad and out_meta.dtype.kind == "f")
+                          requires_grad and out_meta.dtype.kind == "f", out_meta.strides,
+                          out_meta.offset)
         outs = []
         for i, meta in enumerate(out_meta):
             item = self._node(operator.getitem, (node, i), {})
             outs.append(FakeTensor.of(item, meta.shape, meta.dtype,
-                                      requires_grad and meta.dtype.kind == "f"))
+                                      requires_grad and meta.dtype.kind == "f", meta.strides,
+                                      meta.offset))
         node.meta["val"] = tuple(outs)
         return tuple(outs)
 
@@ -447,6 +457,9 @@ class OpRecorder:
         if not isinstance(x, Tensor):
             if isinstance(array, np.ndarray):  # the entry made an array from a number
                 return self.constant_of(Tensor._make(array))
+            if isinstance(array, np.generic) and array.dtype != np.asarray(x).dtype:
+                # the entry cast the number (where's float32(0.3)): the graph keeps the cast
+                return self.constant_of(Tensor._make(np.asarray(array)))
             return x
         if not isinstance(x, FakeTensor) and isinstance(x._data, FakeArray):
             raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: an input was built from a "
@@ -461,7 +474,7 @@ class OpRecorder:
                               "input before the op; jitgrad cannot record that yet")
         if array.dtype != x._data.dtype:
             node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})
-            FakeTensor.of(node, array.shape, array.dtype, x._requires_grad)
+            FakeTensor.like(node, Tensor._make(array), x._requires_grad)
         return node
 
 

@@ -183,9 +183,10 @@ class TraceContext:
             fake = self.constant_tensor(tensor)
             fake.storage.outside = True  # see Note [Functionalized in-place ops]
             return fake
-        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor))
+        # strides guarded: the trace follows eager's layout decisions (view vs copy, stride())
+        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor, strides=True))
         node = self.graph.placeholder(_placeholder_name(source))
-        fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, tensor._requires_grad)
+        fake = FakeTensor.like(node, tensor, tensor._requires_grad)
         fake.storage.input = (source, tensor)
         self._lifted[id(tensor)] = fake
         self._input_fakes[source] = fake
@@ -230,7 +231,7 @@ class TraceContext:
                                   "created inside the compiled function",
                                   "create it outside and pass it in")
             node = self.graph.get_attr(f"_tensor_constant{len(self._constants)}", tensor)
-            fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, False)
+            fake = FakeTensor.like(node, tensor, False)
             self._constants[id(tensor)] = fake
         return fake
 
@@ -380,8 +381,7 @@ class TraceContext:
         node = self.graph.call_function(fn, node_args, node_kwargs)
         if self.recorder.location is not None:
             node.meta["source"] = self.recorder.location
-        return TensorVar(FakeTensor.of(node, example._data.shape, example._data.dtype,
-                                       example._requires_grad))
+        return TensorVar(FakeTensor.like(node, example, example._requires_grad))
 
     def is_jitgrad_callable(self, fn: Any) -> bool:
         """jitgrad's pure functional API (ops, nn.functional, linalg) and methods of traced

@@ -11,9 +11,12 @@ from tests.trace.test_number_arithmetic import (
     ITEM_VALUES,
     OPERATORS,
     SERIES,
+    WITH_TENSOR_SERIES,
+    WITH_TENSORS,
     check_series,
     item_program,
     numbers_program,
+    with_tensor_program,
 )
 
 
@@ -28,6 +31,13 @@ def test_number_arithmetic_matches_python(name, kind):
 def test_item_numbers_compute_as_python(dtype):
     series = [(jg.tensor(v, dtype=dtype),) for v in ITEM_VALUES[dtype]]
     check_series(item_program, "numba", jg.ones(2), series)
+
+
+@pytest.mark.parametrize("name", ["mul", "div", "pow", "where_two", "add_alpha", "lt"])
+def test_numbers_with_tensors_match_eager(name):
+    for dtype, values in WITH_TENSOR_SERIES:
+        check_series(with_tensor_program(WITH_TENSORS[name]), "numba",
+                     jg.tensor([1, -2, 3], dtype=dtype), [(v,) for v in values])
 
 
 def test_division_of_float64_is_correctly_rounded():

@@ -21,7 +21,8 @@ OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
              "ne": operator.ne}
 # per kind, the (a, b) of successive calls: the second call makes a and b graph inputs
 SERIES = {
-    "float": [(0.3, 0.7), (0.1, 0.2), (-1.5, 0.25), (1e16, 3.0), (-0.0, 1.0), (2.5, 0.0)],
+    "float": [(0.3, 0.7), (0.1, 0.2), (-1.5, 0.25), (1e16, 3.0), (-0.0, 1.0), (2.5, 0.0),
+              (0.1, 0.1000000001)],
     "int": [(7, 2), (-7, 3), (3, -2), (5, 0), (-9, -4)],
     "mixed": [(0.3, 2), (0.1, 3), (-1.5, -4), (2.5, 0)],
 }
@@ -31,7 +32,7 @@ TENSOR_DTYPES = (jg.float32, jg.float64, jg.int64)
 def numbers_program(op):
     def program(x, a, b):
         r = op(a, b)
-        return r, x * r, op(a, 3), op(2.5, b), op(a, b) + 1, (a > b) + (a < b), -(a > 0)
+        return r, x * r, op(a, 3), op(2.5, b), op(a, b) - 1, (a > b) + (a < b), -(a > 0)
     return program
 
 
@@ -44,7 +45,7 @@ def item_program(x, t):
 def assert_same(expected, got):
     """Equal values of equal types (tensors: equal dtype and values), or equal errors."""
     if isinstance(expected, Exception):
-        assert type(got) is type(expected) and str(got) == str(expected)
+        assert type(got) is type(expected) and str(got) == str(expected), (expected, got)
         return
     assert not isinstance(got, Exception), got
     assert len(got) == len(expected)
@@ -79,6 +80,37 @@ def test_number_arithmetic_matches_python(name, dtype, kind):
     compiled = check_series(program, "eager", jg.ones(2, dtype=dtype), SERIES[kind])
     if kind == "float" and name != "pow":  # `**` runs in Python at a graph break
         assert "a: f64[]" in jg.show(compiled)
+
+
+# a number used with a tensor: weak-scalar promotion, eager's checks (x ** -2 on ints raises)
+WITH_TENSORS = {
+    "mul": lambda x, s: x * s, "radd": lambda x, s: s + x, "div": lambda x, s: x / s,
+    "rdiv": lambda x, s: s / x, "pow": lambda x, s: x ** s, "rpow": lambda x, s: s ** x,
+    "floordiv": lambda x, s: x // s, "mod": lambda x, s: x % s, "rsub": lambda x, s: s - x,
+    "lt": lambda x, s: x < s, "eq": lambda x, s: x == s,
+    "where": lambda x, s: jg.where(x > 0, s, x), "where_numbers": lambda x, s: jg.where(
+        x > 0, s, 0.5), "where_two": lambda x, s: jg.where(x > 0, s * 2, s),
+    "clamp": lambda x, s: x.clamp(min=s), "add_alpha": lambda x, s: jg.add(x, s, alpha=2),
+    "sub_alpha": lambda x, s: jg.sub(x, 1, alpha=s), "full": lambda x, s: jg.full((2,), s),
+    "full_like": lambda x, s: jg.full_like(x, s), "fill": lambda x, s: x.clone().fill_(s),
+    "masked_fill": lambda x, s: x.masked_fill(x > 0, s), "mul_": lambda x, s: x.clone().mul_(s),
+    "leaky_relu": lambda x, s: jg.nn.functional.leaky_relu(x, s),
+}
+# (tensor dtype, successive values of s)
+WITH_TENSOR_SERIES = [(jg.float32, [0.3, 0.7, 0.1000000001]), (jg.float64, [0.3, 0.7, 3.0]),
+                      (jg.int64, [0.3, 0.7, -2.5]), (jg.int64, [3, 2, -2])]
+
+
+def with_tensor_program(expression):
+    return lambda x, s: (expression(x, s),)
+
+
+@pytest.mark.parametrize("series", WITH_TENSOR_SERIES, ids=lambda s: f"{s[0]}-{s[1][0]}")
+@pytest.mark.parametrize("name", sorted(WITH_TENSORS))
+def test_numbers_with_tensors_match_eager(name, series):
+    dtype, values = series
+    check_series(with_tensor_program(WITH_TENSORS[name]), "eager",
+                 jg.tensor([1, -2, 3], dtype=dtype), [(v,) for v in values])
 
 
 def test_half_of_a_changed_float_is_exact():

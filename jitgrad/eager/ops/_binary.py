@@ -17,55 +17,44 @@ from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
 _WEAK_SCALAR_DTYPES = {"b": lambda: dtypes.bool_, "i": lambda: dtypes.int64,
                        "f": dtypes.get_default_dtype}
-# what Python numbers compute in among themselves: Python's bool, int and float (C double)
-_NUMBER_DTYPES = {"b": dtypes.bool_, "i": dtypes.int64, "f": dtypes.float64}
 
 
 def result_dtype(*operands: Any) -> dtypes.dtype:
-    """PyTorch's result type of Tensors and Python numbers (see jitgrad.eager.dtypes).
-
-    Only Python numbers (a compiler's stand-ins for them included, `_weak_scalar`) compute
-    as Python does: in bool, int64 or float64, never in the default float dtype.
-    """
+    """PyTorch's result type of Tensors and Python numbers (see jitgrad.eager.dtypes)."""
     dim = zero = scalar = None
-    numbers = None  # the Python type of the numbers, while no tensor has been met
     for x in operands:
         if isinstance(x, Tensor):
             d = dtypes.from_numpy_dtype(x._data.dtype)
             if x._weak_scalar:  # a compiler's stand-in for a Python number: weak, like one
-                kind = x._data.dtype.kind
-                numbers = _promote(numbers, _NUMBER_DTYPES[kind])
-                d = _WEAK_SCALAR_DTYPES[kind]()
+                d = _WEAK_SCALAR_DTYPES[x._data.dtype.kind]()
                 scalar = d if scalar is None else dtypes.promote_types(scalar, d)
             elif x._data.ndim:
                 dim = d if dim is None else dtypes.promote_types(dim, d)
             else:
                 zero = d if zero is None else dtypes.promote_types(zero, d)
         elif x is not None:
-            numbers = _promote(numbers, _python_number_dtype(x))
             d = dtypes.python_scalar_dtype(x)
             scalar = d if scalar is None else dtypes.promote_types(scalar, d)
-    if dim is None and zero is None and numbers is not None:
-        return numbers
     return dtypes.result_type_of(dim, zero, scalar)
 
 
-def _python_number_dtype(x: Any) -> dtypes.dtype:
-    if isinstance(x, bool):
-        return dtypes.bool_
-    return dtypes.int64 if isinstance(x, int) else dtypes.float64
+def number_dtype(*operands: Any) -> dtypes.dtype | None:
+    """What operands that are all Python numbers (a compiler's stand-ins for them, weak
+    0-d tensors, included) compute in, as Python does: bool, int64 or float64 (never the
+    default float dtype); None when a tensor takes part. Only Python operators on numbers
+    reach a binary op without a tensor."""
+    found = None
+    for x in operands:
+        if isinstance(x, Tensor) and not x._weak_scalar:
+            return None
+        kind = x._data.dtype.kind if isinstance(x, Tensor) else \
+            ("b" if isinstance(x, bool) else "i" if isinstance(x, int) else "f")
+        d = _NUMBER_DTYPES[kind]
+        found = d if found is None else dtypes.promote_types(found, d)
+    return found
 
 
-def _promote(a: dtypes.dtype | None, b: dtypes.dtype) -> dtypes.dtype:
-    return b if a is None else dtypes.promote_types(a, b)
-
-
-def float_dtype(*operands: Any) -> dtypes.dtype:
-    """The dtype an integer result becomes in true division: float64 among Python numbers
-    (as `1 / 2` in Python), the default float dtype when a tensor takes part."""
-    if all(not isinstance(x, Tensor) or x._weak_scalar for x in operands if x is not None):
-        return dtypes.float64
-    return dtypes.get_default_dtype()
+_NUMBER_DTYPES = {"b": dtypes.bool_, "i": dtypes.int64, "f": dtypes.float64}
 
 
 def cast_operands(operands: tuple, np_dtype: np.dtype) -> tuple:
@@ -106,9 +95,10 @@ def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: 
             and (not to_float or a._data.dtype.kind == "f"):
         arrays = (a._data, b._data)
     else:
-        rd = result_dtype(a, b)
+        numbers = number_dtype(a, b)
+        rd = result_dtype(a, b) if numbers is None else numbers
         if to_float and not rd.is_floating_point:
-            rd = float_dtype(a, b)
+            rd = dtypes.get_default_dtype() if numbers is None else dtypes.float64
         dtypes.check_supported(rd, op.name)
         arrays = cast_operands((a, b), compute_dtype or rd.np)
     try:

@@ -10,8 +10,8 @@ is impure (kept although nothing may read it, never fused) and returns its input
 the op reads, so the check runs before the op in every schedule.
 
 What a check rejects (`reject`): "outside" — values outside [low, high), except `ignore`;
-"zero" — zeros (a divisor). The message is a format string over `bad` (the first
-rejected value in C order), `min` and `max` (of all values).
+"zero" — zeros (a divisor); "negative" — values below 0 (an integer power). The message
+is a format string over `bad` (the first rejected value in C order), `min` and `max`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ ERRORS: dict[str, type[Exception]] = {
 def _rejected(values: np.ndarray, reject: str, low: Any, high: Any, ignore: Any) -> np.ndarray:
     if reject == "zero":
         return values == 0
+    if reject == "negative":
+        return values < 0
     bad = (values < low) | (values >= high)
     return bad if ignore is None else bad & (values != ignore)
 

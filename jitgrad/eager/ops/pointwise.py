@@ -76,9 +76,7 @@ DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcasting. Raises RuntimeError on incompatible shapes."""
-    if alpha != 1:
-        other = mul(other, alpha)
-    return binary(ADD, input, other)
+    return binary(ADD, input, _scaled(other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -94,9 +92,15 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    if alpha != 1:
-        other = mul(other, alpha)
-    return binary(SUB, input, other)
+    return binary(SUB, input, _scaled(other, alpha))
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    """alpha * other; a Python number stays one (PyTorch's alpha does not change the
+    result dtype: int tensor + 0.3 * 2 is float32)."""
+    if alpha == 1:
+        return other
+    return other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
 
 
 def _is_bool(x: Any) -> bool:
@@ -295,6 +299,11 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         if data.dtype != rd.np:
             data = data.astype(rd.np)
         return apply_op(POW_SCALAR, (input,), (data,), {"exponent": exponent})
+    if isinstance(exponent, Tensor) and exponent._weak_scalar and \
+            not result_dtype(input, exponent).is_floating_point:  # a compiler's Python int
+        exponent = check_values(exponent, reject="negative", error="RuntimeError", message=(
+            f"{ERR_NEGATIVE_INT_POWER} Got a {result_dtype(input, exponent)} tensor to the power "
+            "{bad}; convert first, e.g. t.float() ** {bad}"))
     return binary(POW_TENSOR, input, exponent)
 
 
