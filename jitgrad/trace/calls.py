@@ -342,6 +342,8 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if isinstance(fn, BoundMethodVar):
         return call_container_method(tx, fn, args, kwargs)
     if isinstance(fn, TensorMethodVar):
+        if fn.name == "storage_offset":
+            tx.ctx.guard_storage_offsets()
         return run_real(tx, getattr(fn.tensor.fake, fn.name), [to_python(tx, a) for a in args],
                         {k: to_python(tx, v) for k, v in kwargs.items()})
     if isinstance(fn, ObjectVar):

@@ -138,6 +138,14 @@ class TraceContext:
             self._guarded.discard(("EQUALS_MATCH", var.source))
             self._guard("ID_MATCH", var.source, var.value)
 
+    def guard_storage_offsets(self) -> None:
+        """A traced `storage_offset()` read: every tensor input's storage offset is guarded
+        (views of inputs report offsets that follow theirs)."""
+        for source, fake in self._input_fakes.items():
+            tensor = fake.storage.input[1]
+            self.guards.add(Guard("TENSOR_MATCH", source, TensorMatch.of(
+                tensor, strides=True, storage_offset=True), self.recorder.location))
+
     def guard_identity(self, var: ObjectVar) -> None:
         self._guard("ID_MATCH", var.source, var.value)
 
