@@ -1,9 +1,10 @@
 """Fake tensors and the op recorder: how traced code records ops into a Graph.
 
-A `FakeTensor` stands for a graph value while tracing: it has the shape, dtype and
-requires_grad of the value (its `_data` is a read-only zero-stride array, so shape and
-dtype checks in jitgrad's own functions work unchanged) and the graph `node` that
-produces it; reading its values (`item()`, `bool()`, `numpy()`) is data-dependent and
+A `FakeTensor` stands for a graph value while tracing: it has the shape, dtype,
+requires_grad and layout (strides, storage offset: those of the eager value) of the value
+(its `_data` is a read-only zero array over memory that is never allocated, see
+jitgrad/eager/layout.py, so shape, dtype and layout checks in jitgrad's own functions work
+unchanged) and the graph `node` that produces it; reading its values (`item()`, `bool()`, `numpy()`) is data-dependent and
 raises `DataDependentError`, which the translator turns into a graph break.
 
 `OpRecorder` is installed as `STATE.recorder` while a function is traced (see Note
@@ -79,8 +80,8 @@ class DataDependentError(Unsupported):
 
 
 class FakeArray(np.ndarray):
-    """The data of a FakeTensor: a read-only zero-stride array with the right shape and
-    dtype. Numpy results computed from it stay FakeArrays, and turning one into a Python
+    """The data of a FakeTensor: a read-only zero array with the right shape, dtype and
+    layout (jitgrad.eager.layout.layout_array). Numpy results computed from it stay FakeArrays, and turning one into a Python
     value raises DataDependentError, so an entry function that reads values of a traced
     tensor (instead of passing it to an op) cannot bake trace-time zeros into a graph: the
     recorder refuses FakeArray constants and params (see `values_known` in eager)."""

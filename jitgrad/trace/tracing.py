@@ -210,8 +210,10 @@ class TraceContext:
         changed (not only the guard that failed first) is marked dynamic, and later traces
         make it a FakeNumber placeholder
         guarded only by its type (the runner passes it as a 0-d tensor). Python arithmetic
-        or comparisons on it become graph breaks (they run natively between graphs);
-        where a Python constant is needed (a loop bound) it is specialized again.
+        and comparisons on it stay in the graph and compute as Python does (float64/int64,
+        bools as ints, ZeroDivisionError checked when the graph runs: `_number_operator` in
+        calls.py); other operators (`**`, bit operations) are graph breaks; where a Python
+        constant is needed (a loop bound) it is specialized again.
         """
         fake = self._lifted.get(id(source))
         if fake is None:
