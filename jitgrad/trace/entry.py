@@ -76,9 +76,14 @@ class CacheEntry:
 
 
 class CodeCache:
-    """Entries of one code object, most recently used first, plus the frame's state."""
+    """Entries of one code object, most recently used first, plus the frame's state.
 
-    def __init__(self) -> None:
+    owners: the closure cells and defaults its guards read (held, so their ids, part of
+    the cache key, are not reused while the cache lives).
+    """
+
+    def __init__(self, owners: tuple) -> None:
+        self.owners = owners
         self.entries: list[CacheEntry] = []
         self.compiles = 0
         self.dynamic_numbers: frozenset[Source] = frozenset()  # Note [Unspecialized numbers]
@@ -92,16 +97,22 @@ _TOTAL = {"compiles": 0}
 def cache_for(fn: types.FunctionType) -> CodeCache:
     """The cache of `fn`'s code object, keyed by identity and dropped when the code dies.
 
-    Functions sharing code but closing over different cells (two closures made by one
-    factory) get separate caches: a guard reads the cells of the function it was built for.
+    Functions sharing code but closing over different cells or with different defaults
+    (two closures made by one factory, `def f(x, k=k)` in a loop) get separate caches: a
+    guard reads the cells and defaults of the function it was built for.
     """
     code = fn.__code__
-    key = (id(code), id(fn.__closure__) if fn.__closure__ else 0)
+    key = _cache_key(fn)
     cache = _CACHES.get(key)
     if cache is None:
-        cache = _CACHES[key] = CodeCache()
+        cache = _CACHES[key] = CodeCache((fn.__closure__, fn.__defaults__, fn.__kwdefaults__))
         weakref.finalize(code, _CACHES.pop, key, None)
     return cache
+
+
+def _cache_key(fn: types.FunctionType) -> tuple[int, ...]:
+    return (id(fn.__code__), *(0 if owner is None else id(owner) for owner in
+                               (fn.__closure__, fn.__defaults__, fn.__kwdefaults__)))
 
 
 def reset() -> None:
@@ -114,8 +125,7 @@ def reset() -> None:
 
 def forget(compiled: CompiledFunction) -> None:
     """Drop the cache of one compiled function's code object (used by explain)."""
-    fn = compiled._function
-    _CACHES.pop((id(fn.__code__), id(fn.__closure__) if fn.__closure__ else 0), None)
+    _CACHES.pop(_cache_key(compiled._function), None)
 
 
 class CompiledFunction:

@@ -4,8 +4,9 @@ A `FakeTensor` stands for a graph value while tracing: it has the shape, dtype,
 requires_grad and layout (strides, storage offset: those of the eager value) of the value
 (its `_data` is a read-only zero array over memory that is never allocated, see
 jitgrad/eager/layout.py, so shape, dtype and layout checks in jitgrad's own functions work
-unchanged) and the graph `node` that produces it; reading its values (`item()`, `bool()`, `numpy()`) is data-dependent and
-raises `DataDependentError`, which the translator turns into a graph break.
+unchanged) and the graph `node` that produces it; reading its values (`item()`, `bool()`,
+`numpy()`) is data-dependent and raises `DataDependentError`, which the translator turns
+into a graph break.
 
 `OpRecorder` is installed as `STATE.recorder` while a function is traced (see Note
 [Recording ops while tracing] in jitgrad/eager/ops/registry.py): every `apply_op` then
@@ -81,10 +82,11 @@ class DataDependentError(Unsupported):
 
 class FakeArray(np.ndarray):
     """The data of a FakeTensor: a read-only zero array with the right shape, dtype and
-    layout (jitgrad.eager.layout.layout_array). Numpy results computed from it stay FakeArrays, and turning one into a Python
-    value raises DataDependentError, so an entry function that reads values of a traced
-    tensor (instead of passing it to an op) cannot bake trace-time zeros into a graph: the
-    recorder refuses FakeArray constants and params (see `values_known` in eager)."""
+    layout (jitgrad.eager.layout.layout_array). Numpy results computed from it stay
+    FakeArrays, and turning one into a Python value raises DataDependentError, so an entry
+    function that reads values of a traced tensor (instead of passing it to an op) cannot
+    bake trace-time zeros into a graph: the recorder refuses FakeArray constants and params
+    (see `values_known` in eager)."""
 
     _jitgrad_fake = True
 
