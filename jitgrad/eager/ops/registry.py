@@ -115,28 +115,34 @@ class OpDef:
         C-contiguous unless it says otherwise); otherwise the numpy forward runs on
         read-only zero-stride arrays of the input shapes (ones for floats, so log/div stay
         finite; zeros otherwise, a valid index anywhere), which allocates nothing per
-        input and gives numpy's (and so the op's) exact output shape and dtype. When the
-        layout of the result may differ from that run's (an input is not C-contiguous, or
-        the result is a view of an input), the forward runs again on zero arrays of the
-        inputs' own layouts (jitgrad.eager.layout), so the strides and storage offset are
-        those of an eager call. Ops whose forward is costly on such inputs (matmul) or
-        whose output shape depends on values (nonzero) define `meta`.
+        input and gives numpy's (and so the op's) exact output shape and dtype. Where the
+        layout of the result may differ from that run's (an input is not C-contiguous: run
+        instead; the result is a view of an input: run again), the forward runs on zero
+        arrays of the inputs' own layouts (jitgrad.eager.layout), so the strides and
+        storage offset are those of an eager call. Ops whose forward is costly on such
+        inputs (matmul) or whose output shape depends on values (nonzero) define `meta`.
         """
         if self.meta is not None:
             return self.meta(*inputs, **params)
-        arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
-                       if isinstance(x, TensorMeta) else x for x in inputs)
-        out = self.forward(*arrays, **params)
-        outs = (out,) if self.num_outputs == 1 else tuple(out)
-        if any(isinstance(x, TensorMeta) and not x.is_contiguous() for x in inputs) or any(
-                isinstance(a, np.ndarray) and np.may_share_memory(o, a)
-                for o in outs for a in arrays):
-            with np.errstate(all="ignore"):
-                out = self.forward(*(x.zeros() if isinstance(x, TensorMeta) else x
-                                     for x in inputs), **params)
-            outs = (out,) if self.num_outputs == 1 else tuple(out)
+        if any(isinstance(x, TensorMeta) and not x.is_contiguous() for x in inputs):
+            outs = self._forward_on_layouts(inputs, params)
+        else:
+            arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
+                           if isinstance(x, TensorMeta) else x for x in inputs)
+            outs = self._outputs(self.forward(*arrays, **params))
+            if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a)
+                   for o in outs for a in arrays):  # a view: its strides are the input's
+                outs = self._forward_on_layouts(inputs, params)
         metas = tuple(TensorMeta.of(o) for o in outs)
         return metas[0] if self.num_outputs == 1 else metas
+
+    def _forward_on_layouts(self, inputs: tuple, params: dict[str, Any]) -> tuple:
+        with np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
+            return self._outputs(self.forward(*(x.zeros() if isinstance(x, TensorMeta) else x
+                                                for x in inputs), **params))
+
+    def _outputs(self, out: Any) -> tuple:
+        return (out,) if self.num_outputs == 1 else tuple(out)
 
     def __call__(self, *inputs: Any, **params: Any) -> Any:
         """Apply the op eagerly: `apply_op(self, inputs, arrays, params)` with each Tensor's data.
