@@ -205,7 +205,7 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
 
 def _number_operator(tx: Any, fn: Any, args: list[Var]) -> Var:
     """An operator on Python numbers, some of them graph inputs (FakeNumbers), computed as
-    Python computes it: in int64/float64 (jitgrad.eager.ops._binary.result_dtype), bools
+    Python computes it: in int64/float64 (jitgrad.eager.ops._binary.number_dtype), bools
     as ints in arithmetic, and a zero divisor raising Python's ZeroDivisionError when the
     graph runs (a `check_values` node, Note [Value checks in graphs]). Other operators
     (`**`, bit operations) run in Python at a graph break."""
