@@ -76,7 +76,7 @@ DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcasting. Raises RuntimeError on incompatible shapes."""
-    return binary(ADD, input, _scaled(other, alpha))
+    return binary(ADD, input, _scaled(input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -92,12 +92,23 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    return binary(SUB, input, _scaled(other, alpha))
+    return binary(SUB, input, _scaled(input, other, alpha))
 
 
-def _scaled(other: Any, alpha: Any) -> Any:
-    """alpha * other; a Python number stays one (PyTorch's alpha does not change the
-    result dtype: int tensor + 0.3 * 2 is float32)."""
+def _scaled(input: Any, other: Any, alpha: Any) -> Any:
+    """alpha * other for `input + alpha * other`; a Python number stays one (alpha does
+    not change the result dtype: int tensor + 0.3 * 2 is float32, as in PyTorch).
+
+    Raises RuntimeError for a float alpha with an integral result, or a bool alpha with a
+    non-bool one (PyTorch's alpha_check).
+    """
+    if isinstance(alpha, (bool, float)) or alpha != 1:
+        common = result_dtype(as_tensor_operand(input), as_tensor_operand(other))
+        if isinstance(alpha, float) and not common.is_floating_point:
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        if isinstance(alpha, bool) and common is not dtypes.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if alpha == 1:
         return other
     return other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
