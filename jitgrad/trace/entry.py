@@ -94,25 +94,28 @@ _CACHES: dict[tuple[int, int], CodeCache] = {}
 _TOTAL = {"compiles": 0}
 
 
-def cache_for(fn: types.FunctionType) -> CodeCache:
-    """The cache of `fn`'s code object, keyed by identity and dropped when the code dies.
+def cache_for(fn: types.FunctionType, backend: Any) -> CodeCache:
+    """The cache of `fn`'s code object compiled for `backend`, keyed by identity and dropped
+    when the code dies.
 
     Functions sharing code but closing over different cells or with different defaults
     (two closures made by one factory, `def f(x, k=k)` in a loop) get separate caches: a
-    guard reads the cells and defaults of the function it was built for.
+    guard reads the cells and defaults of the function it was built for. So do two
+    backends: `compile(f, backend="eager")` after `compile(f)` runs the eager oracle.
     """
     code = fn.__code__
-    key = _cache_key(fn)
+    owners = (fn.__closure__, fn.__defaults__, fn.__kwdefaults__, backend)
+    key = _cache_key(fn, backend)
     cache = _CACHES.get(key)
     if cache is None:
-        cache = _CACHES[key] = CodeCache((fn.__closure__, fn.__defaults__, fn.__kwdefaults__))
+        cache = _CACHES[key] = CodeCache(owners)
         weakref.finalize(code, _CACHES.pop, key, None)
     return cache
 
 
-def _cache_key(fn: types.FunctionType) -> tuple[int, ...]:
+def _cache_key(fn: types.FunctionType, backend: Any) -> tuple[int, ...]:
     return (id(fn.__code__), *(0 if owner is None else id(owner) for owner in
-                               (fn.__closure__, fn.__defaults__, fn.__kwdefaults__)))
+                               (fn.__closure__, fn.__defaults__, fn.__kwdefaults__)), id(backend))
 
 
 def reset() -> None:
@@ -125,7 +128,7 @@ def reset() -> None:
 
 def forget(compiled: CompiledFunction) -> None:
     """Drop the cache of one compiled function's code object (used by explain)."""
-    _CACHES.pop(_cache_key(compiled._function), None)
+    _CACHES.pop(_cache_key(compiled._function, compiled._backend), None)
 
 
 class CompiledFunction:
@@ -209,7 +212,7 @@ class CompiledFunction:
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         if config.DISABLE:
             return self._function(*args, **kwargs)
-        cache = cache_for(self._function)
+        cache = cache_for(self._function, self._backend)
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
                 entry.hits += 1
@@ -284,7 +287,7 @@ class CompiledFunction:
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
         fn = self._function
-        dynamic = cache_for(fn).dynamic_numbers
+        dynamic = cache_for(fn, self._backend).dynamic_numbers
         try:
             result, plan = trace_function(fn, args, kwargs, dynamic_numbers=dynamic), None
         except Unsupported as err:
@@ -363,7 +366,7 @@ class CompiledFunction:
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             # numbers handed over on the stack (e.g. a `.item()` result) are graph inputs
             # from the start: they come from data, so they change (Note [Unspecialized numbers])
-            cache_for(fn).dynamic_numbers = frozenset(
+            cache_for(fn, self._backend).dynamic_numbers = frozenset(
                 LocalSource(f"___stack{i}") for i in range(n_stack))
             self._resumes[key] = CompiledFunction(fn, self._backend, False)
         return self._resumes[key]
@@ -371,7 +374,7 @@ class CompiledFunction:
     def show(self) -> str:
         """Readable source of every compiled entry: guards, graph, runner, and recursively
         the resume functions it calls (what `jitgrad.show(fn)` prints)."""
-        cache = cache_for(self._function)
+        cache = cache_for(self._function, self._backend)
         name = self._qualname()
         if not cache.entries:
             reason = cache.eager_reason or "it has not been called yet"
