@@ -264,7 +264,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     """out[i][j] = input[index[i][j]][j] for dim 0 (any rank); out has index's shape.
 
     Raises RuntimeError for an index that is not int32/int64, differing ranks, an index
-    larger than the input outside `dim`, or out-of-range values.
+    larger than the input outside `dim`, or out-of-range values (negative ones included,
+    as PyTorch).
     """
     if input._data.ndim == 0:
         return gather(input.reshape(1), 0, index.reshape(-1)).reshape(index._data.shape)
@@ -275,6 +276,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """Values of input at `indices` along `dim` (flattened when None); other dims broadcast.
+    Negative indices count from the end.
 
     Raises RuntimeError for a non-int64 `indices`.
     """
@@ -366,7 +368,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of input with alpha * source[i] added to slice index[i] along `dim` (duplicates add).
 
-    Raises RuntimeError unless source has input's shape with dim `dim` of len(index).
+    Raises RuntimeError unless source has input's shape with dim `dim` of len(index), or
+    for an index out of range (negative ones included), as PyTorch.
     """
     d, idx = _dim_select_index(input, dim, index, "index_add")
     expected = list(input._data.shape)
