@@ -179,15 +179,14 @@ def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
             if isinstance(value, Tensor):
                 cls = FakeNumber if isinstance(val, FakeNumber) else FakeTensor
                 # the tensor's own flag: ops propagate it only where grad mode is on
-                env[node] = cls.of(placeholder, value.shape, value._data.dtype,
-                                   value.requires_grad)
+                env[node] = cls.like(placeholder, value, value.requires_grad)
             else:
                 env[node] = value
         elif node.op == "get_attr":
             value = graph.attrs[node.target]
             attr = joint.get_attr(node.target, value)
-            env[node] = FakeTensor.of(attr, value.shape, value._data.dtype, False) \
-                if isinstance(value, Tensor) else value
+            env[node] = FakeTensor.like(attr, value, False) if isinstance(value, Tensor) \
+                else value
         elif node.op == "call_function":
             args = map_arg(node.args, env.__getitem__)
             kwargs = map_arg(node.kwargs, env.__getitem__)
@@ -299,7 +298,7 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
     primals = [n for n in joint.placeholders if not n.target.startswith("tangent_")]
     tangents = [n for n in joint.placeholders if n.target.startswith("tangent_")]
     roots = [n for n in user_outputs if isinstance(n, GraphNode)]
-    roots += [n for n in joint.nodes if n.op == "call_function" and n.target is set_grad_mode]
+    roots += _forward_effects(joint, tangents)
     in_forward = _ancestors(roots)
     in_forward.update(primals)
     backward_nodes = [n for n in joint.nodes if n not in in_forward and n.op != "output"]
@@ -344,6 +343,20 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
                           for g in input_grads))
     return JointGraphs(forward, backward, num_user, saved_spec, differentiable, grad_inputs,
                        aliases, reach)
+
+
+def _forward_effects(joint: Graph, tangents: list[GraphNode]) -> list[GraphNode]:
+    """Nodes the forward runs although no output needs them: grad-mode switches and the
+    impure calls (value checks, random draws) that read no tangent, in eager's order."""
+    from_tangents = set(tangents)
+    effects = []
+    for node in joint.nodes:
+        if any(n in from_tangents for n in node.all_input_nodes):
+            from_tangents.add(node)
+        elif node.op == "call_function" and (node.target is set_grad_mode or (
+                isinstance(node.target, OpDef) and node.is_impure())):
+            effects.append(node)
+    return effects
 
 
 def _ancestors(roots: list[GraphNode]) -> set[GraphNode]:

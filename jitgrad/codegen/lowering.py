@@ -109,7 +109,10 @@ for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("eq", "=="), (
 
 @lowers("div")
 def _div(e: Emitter, a: str, b: str) -> str | None:
-    return f"({a} / {b})" if e.dtype.kind == "f" else None
+    # correctly rounded, as numpy's (`x / 7.0` must not become `x * (1 / 7.0)`)
+    if e.dtype.kind != "f":
+        return None
+    return f"mathlib.divide(np.{e.dtype.name}({a}), np.{e.dtype.name}({b}))"
 
 
 def _math(name: str) -> Lowering:

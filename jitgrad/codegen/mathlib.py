@@ -93,6 +93,10 @@ def _div(typingctx, a, b):
     return a(a, b), codegen
 
 
+# a kernel's `/` (lowering.py): numpy's correctly rounded division, which "arcp" in
+# FASTMATH would otherwise turn into a multiplication by a rounded reciprocal
+divide = _div
+
 _F = np.float32
 _D = np.float64
 

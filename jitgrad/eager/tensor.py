@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager import dtypes
+from jitgrad.eager import dtypes, layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import (
     AccumulateGrad,
@@ -198,8 +198,12 @@ class Tensor:
 
     def stride(self, dim: int | None = None) -> Any:
         """Strides in elements (PyTorch's convention), not bytes."""
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        strides = layout.element_strides(self._data)
         return strides if dim is None else strides[normalize_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        """Elements between the start of the storage this tensor views and its first element."""
+        return layout.storage_offset(self._data)
 
     def is_contiguous(self, memory_format: object = None) -> bool:
         return bool(self._data.flags.c_contiguous)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import grad_mode
+from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled
@@ -41,12 +42,19 @@ _GRAD_MODE_MANAGERS = {grad_mode.no_grad: False, grad_mode.enable_grad: True}
 # the code of every function made by `@no_grad()` / `@enable_grad()` used as a decorator
 _GRAD_MODE_WRAPPER_CODE = grad_mode.no_grad()(lambda: None).__code__
 
-# Python operators that int64/float64 tensors compute exactly as Python numbers do, so
-# arithmetic on unspecialized numbers can stay in the graph (true division of ints would
-# give float32, so it breaks instead)
-_EXACT_NUMBER_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv,
-                           operator.neg, operator.lt, operator.le, operator.gt, operator.ge,
-                           operator.eq, operator.ne}
+# Python operators on numbers that int64/float64 graph values compute as Python does
+# (see `_number_operator`): the comparisons, and arithmetic on bools made ints first
+_NUMBER_COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
+                       operator.ne}
+_NUMBER_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv,
+                      operator.floordiv, operator.mod, operator.neg, operator.pos}
+# Python's ZeroDivisionError messages: (operator, both operands int) -> message
+_ZERO_DIVISION = {(operator.truediv, True): "division by zero",
+                  (operator.truediv, False): "float division by zero",
+                  (operator.floordiv, True): "integer division or modulo by zero",
+                  (operator.floordiv, False): "float floor division by zero",
+                  (operator.mod, True): "integer modulo by zero",
+                  (operator.mod, False): "float modulo"}
 
 # attributes of a traced tensor that do not exist without real data or autograd state
 # (`.grad` of a graph input is read through its source: TraceContext.grad_of)
@@ -176,11 +184,8 @@ def contains(tx: Any, container: Var, item: Var) -> bool:
 def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> Var:
     """An operator (`+`, `<`, `-x`, ...): on constants computed now, on tensors recorded."""
     tensors = [a for a in args if isinstance(a, TensorVar)]
-    if tensors and all(isinstance(a.fake, FakeNumber) for a in tensors) and \
-            fn not in _EXACT_NUMBER_OPERATORS:
-        raise Unsupported("DYNAMIC_NUMBER", f"Python `{fn.__name__}` on a number that changes "
-                          "between calls (it is a graph input)", "it runs in Python between "
-                          "graphs; use it in tensor ops to keep it in the graph")
+    if tensors and all(isinstance(a.fake, FakeNumber) for a in tensors):
+        return _number_operator(tx, fn, args)
     if tensors:
         if inplace and isinstance(args[0], TensorVar) and not isinstance(args[0].fake,
                                                                          FakeNumber):
@@ -196,6 +201,50 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
     if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
         raise Unsupported("UNSUPPORTED_OPERATOR", f"{fn.__name__} on containers")
     return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
+
+
+def _number_operator(tx: Any, fn: Any, args: list[Var]) -> Var:
+    """An operator on Python numbers, some of them graph inputs (FakeNumbers), computed as
+    Python computes it: in int64/float64 (jitgrad.eager.ops._binary.number_dtype), bools
+    as ints in arithmetic, and a zero divisor raising Python's ZeroDivisionError when the
+    graph runs (a `check_values` node, Note [Value checks in graphs]). Other operators
+    (`**`, bit operations) run in Python at a graph break."""
+    if fn not in _NUMBER_COMPARISONS and fn not in _NUMBER_ARITHMETIC:
+        raise Unsupported("DYNAMIC_NUMBER", f"Python `{fn.__name__}` on a number that changes "
+                          "between calls (it is a graph input)", "it runs in Python between "
+                          "graphs; use it in tensor ops to keep it in the graph")
+    values = [to_python(tx, a) for a in args]
+    if fn in _NUMBER_ARITHMETIC:
+        values = [_int_if_bool(v) for v in values]
+        integers = all(_number_kind(v) in "iu" for v in values)
+        if (fn, integers) in _ZERO_DIVISION:
+            values[1] = _nonzero_divisor(values[1], _ZERO_DIVISION[fn, integers])
+    return run_real(tx, fn, values, {})
+
+
+def _number_kind(value: Any) -> str:
+    """'b', 'i' or 'f': the kind of a Python number or of a FakeNumber's value."""
+    if isinstance(value, FakeNumber):
+        return value._data.dtype.kind
+    return "b" if isinstance(value, bool) else ("i" if isinstance(value, int) else "f")
+
+
+def _int_if_bool(value: Any) -> Any:
+    """Python arithmetic on bools is on ints (`True + True == 2`)."""
+    if _number_kind(value) != "b":
+        return value
+    return value.long() if isinstance(value, FakeNumber) else int(value)
+
+
+def _nonzero_divisor(value: Any, message: str) -> Any:
+    """The divisor, checked to be nonzero: now for a constant, when the graph runs for a
+    FakeNumber."""
+    if not isinstance(value, FakeNumber):
+        if value == 0:
+            raise Unsupported("USER_ERROR", f"ZeroDivisionError: {message}",
+                              "the eager run shows the error at your line")
+        return value
+    return check_values(value, reject="zero", error="ZeroDivisionError", message=message)
 
 
 def getitem(tx: Any, container: Var, index: Var) -> Var:
@@ -293,6 +342,8 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if isinstance(fn, BoundMethodVar):
         return call_container_method(tx, fn, args, kwargs)
     if isinstance(fn, TensorMethodVar):
+        if fn.name == "storage_offset":
+            tx.ctx.guard_storage_offsets()
         return run_real(tx, getattr(fn.tensor.fake, fn.name), [to_python(tx, a) for a in args],
                         {k: to_python(tx, v) for k, v in kwargs.items()})
     if isinstance(fn, ObjectVar):

@@ -77,9 +77,14 @@ class CacheEntry:
 
 
 class CodeCache:
-    """Entries of one code object, most recently used first, plus the frame's state."""
+    """Entries of one code object, most recently used first, plus the frame's state.
 
-    def __init__(self) -> None:
+    owners: the closure cells and defaults its guards read (held, so their ids, part of
+    the cache key, are not reused while the cache lives).
+    """
+
+    def __init__(self, owners: tuple) -> None:
+        self.owners = owners
         self.entries: list[CacheEntry] = []
         self.compiles = 0
         self.dynamic_numbers: frozenset[Source] = frozenset()  # Note [Unspecialized numbers]
@@ -90,19 +95,28 @@ _CACHES: dict[tuple[int, int], CodeCache] = {}
 _TOTAL = {"compiles": 0}
 
 
-def cache_for(fn: types.FunctionType) -> CodeCache:
-    """The cache of `fn`'s code object, keyed by identity and dropped when the code dies.
+def cache_for(fn: types.FunctionType, backend: Any) -> CodeCache:
+    """The cache of `fn`'s code object compiled for `backend`, keyed by identity and dropped
+    when the code dies.
 
-    Functions sharing code but closing over different cells (two closures made by one
-    factory) get separate caches: a guard reads the cells of the function it was built for.
+    Functions sharing code but closing over different cells or with different defaults
+    (two closures made by one factory, `def f(x, k=k)` in a loop) get separate caches: a
+    guard reads the cells and defaults of the function it was built for. So do two
+    backends: `compile(f, backend="eager")` after `compile(f)` runs the eager oracle.
     """
     code = fn.__code__
-    key = (id(code), id(fn.__closure__) if fn.__closure__ else 0)
+    owners = (fn.__closure__, fn.__defaults__, fn.__kwdefaults__, backend)
+    key = _cache_key(fn, backend)
     cache = _CACHES.get(key)
     if cache is None:
-        cache = _CACHES[key] = CodeCache()
+        cache = _CACHES[key] = CodeCache(owners)
         weakref.finalize(code, _CACHES.pop, key, None)
     return cache
+
+
+def _cache_key(fn: types.FunctionType, backend: Any) -> tuple[int, ...]:
+    return (id(fn.__code__), *(0 if owner is None else id(owner) for owner in
+                               (fn.__closure__, fn.__defaults__, fn.__kwdefaults__)), id(backend))
 
 
 def reset() -> None:
@@ -115,8 +129,7 @@ def reset() -> None:
 
 def forget(compiled: CompiledFunction) -> None:
     """Drop the cache of one compiled function's code object (used by explain)."""
-    fn = compiled._function
-    _CACHES.pop((id(fn.__code__), id(fn.__closure__) if fn.__closure__ else 0), None)
+    _CACHES.pop(_cache_key(compiled._function, compiled._backend), None)
 
 
 class CompiledFunction:
@@ -200,7 +213,7 @@ class CompiledFunction:
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         if config.DISABLE:
             return self._function(*args, **kwargs)
-        cache = cache_for(self._function)
+        cache = cache_for(self._function, self._backend)
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
                 entry.hits += 1
@@ -275,7 +288,7 @@ class CompiledFunction:
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
         fn = self._function
-        dynamic = cache_for(fn).dynamic_numbers
+        dynamic = cache_for(fn, self._backend).dynamic_numbers
         try:
             result, plan = trace_function(fn, args, kwargs, dynamic_numbers=dynamic), None
         except Unsupported as err:
@@ -357,7 +370,7 @@ class CompiledFunction:
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             # numbers handed over on the stack (e.g. a `.item()` result) are graph inputs
             # from the start: they come from data, so they change (Note [Unspecialized numbers])
-            cache_for(fn).dynamic_numbers = frozenset(
+            cache_for(fn, self._backend).dynamic_numbers = frozenset(
                 LocalSource(f"___stack{i}") for i in range(n_stack))
             self._resumes[key] = CompiledFunction(fn, self._backend, False)
         return self._resumes[key]
@@ -365,7 +378,7 @@ class CompiledFunction:
     def show(self) -> str:
         """Readable source of every compiled entry: guards, graph, runner, and recursively
         the resume functions it calls (what `jitgrad.show(fn)` prints)."""
-        cache = cache_for(self._function)
+        cache = cache_for(self._function, self._backend)
         name = self._qualname()
         if not cache.entries:
             reason = cache.eager_reason or "it has not been called yet"

@@ -1,10 +1,12 @@
 """Fake tensors and the op recorder: how traced code records ops into a Graph.
 
-A `FakeTensor` stands for a graph value while tracing: it has the shape, dtype and
-requires_grad of the value (its `_data` is a read-only zero-stride array, so shape and
-dtype checks in jitgrad's own functions work unchanged) and the graph `node` that
-produces it; reading its values (`item()`, `bool()`, `numpy()`) is data-dependent and
-raises `DataDependentError`, which the translator turns into a graph break.
+A `FakeTensor` stands for a graph value while tracing: it has the shape, dtype,
+requires_grad and layout (strides, storage offset: those of the eager value) of the value
+(its `_data` is a read-only zero array over memory that is never allocated, see
+jitgrad/eager/layout.py, so shape, dtype and layout checks in jitgrad's own functions work
+unchanged) and the graph `node` that produces it; reading its values (`item()`, `bool()`,
+`numpy()`) is data-dependent and raises `DataDependentError`, which the translator turns
+into a graph break.
 
 `OpRecorder` is installed as `STATE.recorder` while a function is traced (see Note
 [Recording ops while tracing] in jitgrad/eager/ops/registry.py): every `apply_op` then
@@ -94,11 +96,12 @@ class DataDependentError(Unsupported):
 
 
 class FakeArray(np.ndarray):
-    """The data of a FakeTensor: a read-only zero-stride array with the right shape and
-    dtype. Numpy results computed from it stay FakeArrays, and turning one into a Python
-    value raises DataDependentError, so an entry function that reads values of a traced
-    tensor (instead of passing it to an op) cannot bake trace-time zeros into a graph: the
-    recorder refuses FakeArray constants and params (see `values_known` in eager)."""
+    """The data of a FakeTensor: a read-only zero array with the right shape, dtype and
+    layout (jitgrad.eager.layout.layout_array). Numpy results computed from it stay
+    FakeArrays, and turning one into a Python value raises DataDependentError, so an entry
+    function that reads values of a traced tensor (instead of passing it to an op) cannot
+    bake trace-time zeros into a graph: the recorder refuses FakeArray constants and params
+    (see `values_known` in eager)."""
 
     _jitgrad_fake = True
 
@@ -133,8 +136,9 @@ class FakeArray(np.ndarray):
 _VALUE_SHAPED = {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.extract, np.compress}
 
 
-def fake_array(shape: tuple[int, ...], np_dtype: np.dtype) -> FakeArray:
-    return np.broadcast_to(np.zeros((), np_dtype), shape).view(FakeArray)
+def fake_array(meta: TensorMeta) -> FakeArray:
+    """Zeros with `meta`'s shape, dtype, strides and storage offset, holding no memory."""
+    return meta.zeros().view(FakeArray)
 
 
 def _contains_fake_array(value: Any) -> bool:
@@ -181,13 +185,21 @@ class FakeTensor(Tensor):
 
     @classmethod
     def of(cls, node: GraphNode, shape: tuple[int, ...], np_dtype: np.dtype,
-           requires_grad: bool) -> FakeTensor:
-        t = cls._make(fake_array(shape, np_dtype), requires_grad)
+           requires_grad: bool, strides: tuple[int, ...] | None = None,
+           offset: int = 0) -> FakeTensor:
+        """The value of `node`: strides in elements (None: C order), as eager's would be."""
+        t = cls._make(fake_array(TensorMeta(shape, np_dtype, strides, offset)), requires_grad)
         storage = FakeStorage(node)
         storage.tensors.append(t)
         t.__dict__["storage"] = storage
         node.meta["val"] = t
         return t
+
+    @classmethod
+    def like(cls, node: GraphNode, tensor: Tensor, requires_grad: bool) -> FakeTensor:
+        """The value of `node`, with the shape, dtype and layout of `tensor`."""
+        meta = TensorMeta.of(tensor._data)
+        return cls.of(node, meta.shape, meta.dtype, requires_grad, meta.strides, meta.offset)
 
     @property
     def node(self) -> GraphNode:
@@ -492,8 +504,7 @@ class OpRecorder:
                               "from a traced tensor's values (e.g. a tensor index or mask)",
                               "it runs eagerly between graphs")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
-        metas = tuple(TensorMeta(a.shape, a.dtype) if isinstance(a, np.ndarray) else a
-                      for a in arrays)
+        metas = tuple(TensorMeta.of(a) if isinstance(a, np.ndarray) else a for a in arrays)
         out_meta = op.infer_meta(metas, params)
         requires_grad = STATE.enabled and op.differentiable and any(
             isinstance(x, Tensor) and x._requires_grad for x in inputs)
@@ -503,12 +514,14 @@ class OpRecorder:
             numbers = all(isinstance(x, FakeNumber) for x in inputs if isinstance(x, Tensor))
             cls = FakeNumber if numbers else FakeTensor
             return cls.of(node, out_meta.shape, out_meta.dtype,
-                          requires_grad and out_meta.dtype.kind == "f")
+                          requires_grad and out_meta.dtype.kind == "f", out_meta.strides,
+                          out_meta.offset)
         outs = []
         for i, meta in enumerate(out_meta):
             item = self._node(operator.getitem, (node, i), {})
             outs.append(FakeTensor.of(item, meta.shape, meta.dtype,
-                                      requires_grad and meta.dtype.kind == "f"))
+                                      requires_grad and meta.dtype.kind == "f", meta.strides,
+                                      meta.offset))
         node.meta["val"] = tuple(outs)
         return tuple(outs)
 
@@ -522,6 +535,9 @@ class OpRecorder:
         if not isinstance(x, Tensor):
             if isinstance(array, np.ndarray):  # the entry made an array from a number
                 return self.constant_of(Tensor._make(array))
+            if isinstance(array, np.generic) and array.dtype != np.asarray(x).dtype:
+                # the entry cast the number (where's float32(0.3)): the graph keeps the cast
+                return self.constant_of(Tensor._make(np.asarray(array)))
             return x
         if not isinstance(x, FakeTensor) and isinstance(x._data, FakeArray):
             raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: an input was built from a "
@@ -536,7 +552,7 @@ class OpRecorder:
                               "input before the op; jitgrad cannot record that yet")
         if array.dtype != x._data.dtype:
             node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})
-            FakeTensor.of(node, array.shape, array.dtype, x._requires_grad)
+            FakeTensor.like(node, Tensor._make(array), x._requires_grad)
         return node
 
 

@@ -77,21 +77,23 @@ class GuardLocation(NamedTuple):
 
 
 class TensorMatch(NamedTuple):
-    """Expected tensor metadata. `strides` (in elements) and `contiguous` are checked when set."""
+    """Expected tensor metadata. `strides` (in elements) and `storage_offset` are checked
+    when set."""
 
     type: type
     shape: tuple[int, ...]
     dtype: dtypes.dtype
     requires_grad: bool
     strides: tuple[int, ...] | None = None
-    contiguous: bool = False
+    storage_offset: int | None = None
 
     @classmethod
-    def of(cls, tensor: Tensor, *, strides: bool = False, contiguous: bool = False) -> TensorMatch:
-        """The metadata of a real tensor (not a fake one: its strides are all zero)."""
+    def of(cls, tensor: Tensor, *, strides: bool = False,
+           storage_offset: bool = False) -> TensorMatch:
+        """The metadata of a real tensor."""
         return cls(type(tensor), tuple(tensor._data.shape), tensor.dtype,
                    bool(tensor._requires_grad), tensor.stride() if strides else None,
-                   contiguous)
+                   tensor.storage_offset() if storage_offset else None)
 
 
 class LengthMatch(NamedTuple):
@@ -206,7 +208,7 @@ class GuardSet:
     def add(self, guard: Guard) -> Guard:
         """Add `guard` unless one of the same kind on the same source exists; return the kept one.
 
-        A TENSOR_MATCH that also checks strides or contiguity refines an existing one.
+        A TENSOR_MATCH that also checks strides or the storage offset refines an existing one.
         Two guards on one source that expect different values cannot both hold: that is a
         tracer bug, reported with AssertionError.
         """
@@ -214,12 +216,13 @@ class GuardSet:
         old = self._guards.get(key)
         if old is not None:
             if guard.kind is GuardKind.TENSOR_MATCH and old.expected[:4] == guard.expected[:4]:
-                if guard.expected[4:] == old.expected[4:] or guard.expected[4:] == (None, False):
+                if guard.expected[4:] == old.expected[4:] or guard.expected[4:] == (None, None):
                     return old
-                guard = Guard(guard.kind, guard.source, old.expected._replace(
-                    strides=guard.expected.strides or old.expected.strides,
-                    contiguous=guard.expected.contiguous or old.expected.contiguous),
-                    old.location)
+                new, kept = guard.expected, old.expected
+                guard = Guard(guard.kind, guard.source, kept._replace(
+                    strides=kept.strides if new.strides is None else new.strides,
+                    storage_offset=kept.storage_offset if new.storage_offset is None
+                    else new.storage_offset), old.location)
             else:
                 assert _same_expected(old, guard), (
                     f"conflicting guards on {guard.source.name()}: {old!r} and {guard!r}")
@@ -312,7 +315,8 @@ def _describe(value: object) -> str:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if isinstance(value, TensorMatch):
         extra = "" if value.strides is None else f", strides={value.strides!r}"
-        extra += ", contiguous" if value.contiguous else ""
+        extra += "" if value.storage_offset is None else \
+            f", storage_offset={value.storage_offset}"
         return (f"{value.type.__name__}(shape={value.shape!r}, dtype={value.dtype!r}, "
                 f"requires_grad={value.requires_grad}{extra})")
     if isinstance(value, LengthMatch):
@@ -378,8 +382,8 @@ def _tensor_text(name: str, expected: TensorMatch) -> str:
               f"{name}.requires_grad" if expected.requires_grad else f"not {name}.requires_grad"]
     if expected.strides is not None:
         checks.append(f"{name}.stride() == {expected.strides!r}")
-    if expected.contiguous:
-        checks.append(f"{name}.is_contiguous()")
+    if expected.storage_offset is not None:
+        checks.append(f"{name}.storage_offset() == {expected.storage_offset}")
     return " and ".join(checks)
 
 
@@ -528,8 +532,9 @@ def _mismatch_tensor(name: str, expected: TensorMatch, value: Tensor) -> str | N
         return f"{name}.requires_grad: expected {expected.requires_grad}, got {value.requires_grad}"
     if expected.strides is not None and value.stride() != expected.strides:
         return f"{name}.stride(): expected {expected.strides!r}, got {value.stride()!r}"
-    if expected.contiguous and not value._data.flags.c_contiguous:
-        return f"{name}.is_contiguous(): expected True, got False"
+    if expected.storage_offset is not None and value.storage_offset() != expected.storage_offset:
+        return (f"{name}.storage_offset(): expected {expected.storage_offset}, got "
+                f"{value.storage_offset()}")
     return None
 
 
@@ -757,8 +762,8 @@ class _GuardCodegen:
         if expected.strides is not None:
             itemsize = expected.dtype.np.itemsize
             checks.append(f"{data}.strides == {tuple(s * itemsize for s in expected.strides)!r}")
-        if expected.contiguous:
-            checks.append(f"{data}.flags.c_contiguous")
+        if expected.storage_offset is not None:
+            checks.append(f"{_V}.storage_offset() == {expected.storage_offset}")
         return " and ".join(checks)
 
 

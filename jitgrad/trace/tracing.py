@@ -141,6 +141,14 @@ class TraceContext:
             self._guarded.discard(("EQUALS_MATCH", var.source))
             self._guard("ID_MATCH", var.source, var.value)
 
+    def guard_storage_offsets(self) -> None:
+        """A traced `storage_offset()` read: every tensor input's storage offset is guarded
+        (views of inputs report offsets that follow theirs)."""
+        for source, fake in self._input_fakes.items():
+            tensor = fake.storage.input[1]
+            self.guards.add(Guard("TENSOR_MATCH", source, TensorMatch.of(
+                tensor, strides=True, storage_offset=True), self.recorder.location))
+
     def guard_identity(self, var: ObjectVar) -> None:
         self._guard("ID_MATCH", var.source, var.value)
 
@@ -186,9 +194,10 @@ class TraceContext:
             fake = self.constant_tensor(tensor)
             fake.storage.outside = True  # see Note [Functionalized in-place ops]
             return fake
-        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor))
+        # strides guarded: the trace follows eager's layout decisions (view vs copy, stride())
+        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor, strides=True))
         node = self.graph.placeholder(_placeholder_name(source))
-        fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, tensor._requires_grad)
+        fake = FakeTensor.like(node, tensor, tensor._requires_grad)
         fake.storage.input = (source, tensor)
         self._lifted[id(tensor)] = fake
         self._input_fakes[source] = fake
@@ -204,8 +213,10 @@ class TraceContext:
         changed (not only the guard that failed first) is marked dynamic, and later traces
         make it a FakeNumber placeholder
         guarded only by its type (the runner passes it as a 0-d tensor). Python arithmetic
-        or comparisons on it become graph breaks (they run natively between graphs);
-        where a Python constant is needed (a loop bound) it is specialized again.
+        and comparisons on it stay in the graph and compute as Python does (float64/int64,
+        bools as ints, ZeroDivisionError checked when the graph runs: `_number_operator` in
+        calls.py); other operators (`**`, bit operations) are graph breaks; where a Python
+        constant is needed (a loop bound) it is specialized again.
         """
         fake = self._lifted.get(id(source))
         if fake is None:
@@ -233,7 +244,7 @@ class TraceContext:
                                   "created inside the compiled function",
                                   "create it outside and pass it in")
             node = self.graph.get_attr(f"_tensor_constant{len(self._constants)}", tensor)
-            fake = FakeTensor.of(node, tensor._data.shape, tensor._data.dtype, False)
+            fake = FakeTensor.like(node, tensor, False)
             self._constants[id(tensor)] = fake
         return fake
 
@@ -388,8 +399,7 @@ class TraceContext:
         node = self.graph.call_function(fn, node_args, node_kwargs)
         if self.recorder.location is not None:
             node.meta["source"] = self.recorder.location
-        return TensorVar(FakeTensor.of(node, example._data.shape, example._data.dtype,
-                                       example._requires_grad))
+        return TensorVar(FakeTensor.like(node, example, example._requires_grad))
 
     def is_jitgrad_callable(self, fn: Any) -> bool:
         """jitgrad's pure functional API (ops, nn.functional, linalg) and methods of traced

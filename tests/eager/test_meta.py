@@ -1,4 +1,5 @@
-"""Every op's shape/dtype rule (`OpDef.infer_meta`) agrees with what its forward produced.
+"""Every op's shape/dtype rule (`OpDef.infer_meta`) agrees with what its forward produced:
+shape, dtype and layout (strides and storage offset, which compiled code reports).
 
 Runs each op-table case and observes every `apply_op` call (through `sys.setprofile`, so
 the hot path carries no test hook), then asks the op's rule about the same inputs.
@@ -37,7 +38,7 @@ def _observed_calls(case: OpCase) -> list[tuple]:
 
 def _meta(x):
     if isinstance(x, np.ndarray):
-        return TensorMeta(x.shape, x.dtype)
+        return TensorMeta.of(x)
     return x
 
 
@@ -49,5 +50,5 @@ def test_shape_dtype_rule_matches_forward(case: OpCase):
         predicted = op.infer_meta(tuple(_meta(a) for a in arrays), params)
         results = result if isinstance(result, tuple) else (result,)
         predicted = (predicted,) if isinstance(predicted, TensorMeta) else predicted
-        actual = tuple(TensorMeta(r._data.shape, r._data.dtype) for r in results if isinstance(r, Tensor))
+        actual = tuple(TensorMeta.of(r._data) for r in results if isinstance(r, Tensor))
         assert predicted == actual, f"{op.name}: rule says {predicted}, forward made {actual}"

@@ -572,3 +572,14 @@ def test_subtracting_two_bools_says_to_use_xor():
                                                r"`\^` or `logical_xor\(\)` operator instead\.$"):
             compute()
     assert (m ^ jg.tensor([True, True])).tolist() == [False, True]
+
+
+def test_alpha_follows_pytorch():
+    x = jg.tensor([1, -2, 3])
+    assert jg.add(x, 0.3, alpha=2).dtype == jg.float32  # alpha scales a number as a number
+    np.testing.assert_allclose(jg.add(x, 0.3, alpha=2).numpy(), [1.6, -1.4, 3.6], rtol=1e-6)
+    assert jg.sub(x.float(), x, alpha=0.5).dtype == jg.float32
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point"):
+        jg.add(x, x, alpha=0.5)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        jg.sub(x, 1, alpha=True)

@@ -176,3 +176,22 @@ def test_opdef_call_multi_output_and_int_results():
     assert first.tolist() == [[0], [3]] and second.tolist() == [[1, 2], [4, 5]]
     total = OPS["sum"](x, dims=(0,), keepdim=True, out_dtype=np.dtype("int64"))
     assert total.tolist() == [[3, 5, 7]] and total.dtype == jg.int64
+
+
+def test_one_function_compiled_for_two_backends_uses_each():
+    def double(x):
+        return x * 2
+
+    calls = []
+
+    def backend_for(name):
+        def backend(gm, example_inputs):
+            calls.append(name)
+            return gm.forward
+        return backend
+
+    x = jg.ones(3)
+    first, second = backend_for("first"), backend_for("second")
+    for backend in (first, second, first):
+        np.testing.assert_array_equal(jg.compile(double, backend=backend)(x).numpy(), [2, 2, 2])
+    assert calls == ["first", "second"]  # the third call hits the first backend's entry

@@ -550,3 +550,12 @@ def test_grad_mode_decorated_functions_compile_in_their_mode():
         assert report.graph_count == 1 and report.graph_break_count == 0
         assert_same(report.result, fn(x))
         assert jg.is_grad_enabled()
+
+
+def test_functions_sharing_code_with_different_defaults_do_not_share_graphs():
+    x = jg.arange(4.0)
+    for k in (2, 3, 5):
+        def scaled(x, k=k):
+            return x * k
+
+        np.testing.assert_array_equal(jg.compile(scaled)(x).numpy(), (x * k).numpy())

@@ -166,16 +166,17 @@ def test_tensor_match_checks_type_shape_dtype_requires_grad():
             f"{reason} (guard made at model.py:12: `y = x.reshape(4, -1)`)")
 
 
-def test_tensor_match_strides_and_contiguity_when_asked():
+def test_tensor_match_strides_and_storage_offset_when_asked():
     transposed = jg.ones(3, 4).t()
     strided = _guard_set(Guard("TENSOR_MATCH", X, TensorMatch.of(jg.ones(4, 3), strides=True)))
     assert _check(strided, one, jg.ones(4, 3))
     assert not _check(strided, one, transposed)
     assert _reason(strided, one, transposed) == "x.stride(): expected (3, 1), got (1, 4)"
-    contiguous = _guard_set(Guard("TENSOR_MATCH", X, TensorMatch.of(jg.ones(4, 3),
-                                                                     contiguous=True)))
-    assert not _check(contiguous, one, transposed)
-    assert _reason(contiguous, one, transposed) == "x.is_contiguous(): expected True, got False"
+    rows = jg.ones(5, 3)
+    offset = _guard_set(Guard("TENSOR_MATCH", X, TensorMatch.of(rows[1:], storage_offset=True)))
+    assert _check(offset, one, jg.ones(6, 3)[1:5])  # offset 3 too
+    assert not _check(offset, one, rows[:4])
+    assert _reason(offset, one, rows[:4]) == "x.storage_offset(): expected 3, got 0"
     # without either, layout is not part of the guard
     assert _check(_guard_set(Guard("TENSOR_MATCH", X, jg.ones(4, 3))), one, transposed)
 

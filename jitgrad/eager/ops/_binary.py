@@ -38,6 +38,25 @@ def result_dtype(*operands: Any) -> dtypes.dtype:
     return dtypes.result_type_of(dim, zero, scalar)
 
 
+def number_dtype(*operands: Any) -> dtypes.dtype | None:
+    """What operands that are all Python numbers (a compiler's stand-ins for them, weak
+    0-d tensors, included) compute in, as Python does: bool, int64 or float64 (never the
+    default float dtype); None when a tensor takes part. Only Python operators on numbers
+    reach a binary op without a tensor."""
+    found = None
+    for x in operands:
+        if isinstance(x, Tensor) and not x._weak_scalar:
+            return None
+        kind = x._data.dtype.kind if isinstance(x, Tensor) else \
+            ("b" if isinstance(x, bool) else "i" if isinstance(x, int) else "f")
+        d = _NUMBER_DTYPES[kind]
+        found = d if found is None else dtypes.promote_types(found, d)
+    return found
+
+
+_NUMBER_DTYPES = {"b": dtypes.bool_, "i": dtypes.int64, "f": dtypes.float64}
+
+
 def cast_operands(operands: tuple, np_dtype: np.dtype) -> tuple:
     """The forward's arrays: tensor data cast to `np_dtype`, Python numbers as they are.
 
@@ -76,9 +95,10 @@ def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: 
             and (not to_float or a._data.dtype.kind == "f"):
         arrays = (a._data, b._data)
     else:
-        rd = result_dtype(a, b)
+        numbers = number_dtype(a, b)
+        rd = result_dtype(a, b) if numbers is None else numbers
         if to_float and not rd.is_floating_point:
-            rd = dtypes.get_default_dtype()
+            rd = dtypes.get_default_dtype() if numbers is None else dtypes.float64
         dtypes.check_supported(rd, op.name)
         arrays = cast_operands((a, b), compute_dtype or rd.np)
     try:

@@ -297,7 +297,8 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
             f"{SCALAR_TYPE_NAMES[mask.dtype.name]}; compare first, e.g. where(c != 0, a, b)")
     if isinstance(input, Tensor) and isinstance(other, Tensor) \
-            and input._data.dtype == other._data.dtype:
+            and input._data.dtype == other._data.dtype \
+            and not (input._weak_scalar or other._weak_scalar):  # Python numbers promote
         arrays = (mask, input._data, other._data)
         return apply_broadcasting(WHERE, (condition, input, other), arrays, {})
     branches = (as_tensor_operand(input), as_tensor_operand(other))

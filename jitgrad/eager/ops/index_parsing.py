@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager.ops.checks import check_array
 from jitgrad.eager.tensor import Tensor, values_known
 
 ERR_0D = ("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
@@ -100,15 +101,16 @@ def checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:
     """
     if not values_known(array):
         return array.astype(np.int64, copy=False)
-    array = np.array(array, dtype=np.int64)
-    if array.size:
-        low, high = array.min(), array.max()
-        if high >= size or low < -size:
-            bad = high if high >= size else low
-            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-        if low < 0:
-            array[array < 0] += size
+    array = check_array(np.array(array, dtype=np.int64), **bounds_check(dim, size))
+    array[array < 0] += size
     return array
+
+
+def bounds_check(dim: int, size: int) -> dict[str, Any]:
+    """The `check_values` arguments of an index into a dim of `size` (negatives count from
+    the end): IndexError naming the first index out of range."""
+    return {"reject": "outside", "low": -size, "high": size, "error": "IndexError",
+            "message": f"index {{bad}} is out of bounds for dimension {dim} with size {size}"}
 
 
 def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple | None]:

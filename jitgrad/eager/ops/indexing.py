@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.node import tensor_type_name
+from jitgrad.eager.ops.checks import check_array, check_values
 from jitgrad.eager.ops.creation import tensor
-from jitgrad.eager.ops.index_parsing import parse_index
+from jitgrad.eager.ops.index_parsing import bounds_check, parse_index
 from jitgrad.eager.ops.joining import along
 from jitgrad.eager.ops.registry import OPS, apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
@@ -129,6 +130,7 @@ def getitem(input: Tensor, index: Any) -> Tensor:
             not values_known(index._data) and input._data.ndim:
         # a compiler is tracing and the ids are unknown: take rows with the ids as an op
         # input (as embedding does), so the captured graph follows new ids on every call
+        index = check_values(index, **bounds_check(0, input._data.shape[0]))
         return apply_op(OPS["embedding"], (input, index), (input._data, index._data),
                         {"padding_idx": None})
     basic, advanced = parse_index(input._data.shape, index)
@@ -252,10 +254,8 @@ def _dim_index(index: Tensor, input: Tensor, dim: int, name: str) -> tuple:
                                f"{list(idx.shape)} to be no larger than self {list(shape)} apart "
                                f"from dimension {dim}")
     size = shape[dim] if shape else 1
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        bad = idx.max() if idx.max() >= size else idx.min()
-        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-    idx = np.where(idx < 0, idx + size, idx)
+    check_array(idx, reject="outside", low=0, high=size, error="RuntimeError",  # no negatives
+                message=f"index {{bad}} is out of bounds for dimension {dim} with size {size}")
     return tuple(idx if d == dim else np.arange(n).reshape((-1,) + (1,) * (len(shape) - d - 1))
                  for d, n in enumerate(idx.shape))
 
@@ -264,7 +264,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     """out[i][j] = input[index[i][j]][j] for dim 0 (any rank); out has index's shape.
 
     Raises RuntimeError for an index that is not int32/int64, differing ranks, an index
-    larger than the input outside `dim`, or out-of-range values.
+    larger than the input outside `dim`, or out-of-range values (negative ones included,
+    as PyTorch).
     """
     if input._data.ndim == 0:
         return gather(input.reshape(1), 0, index.reshape(-1)).reshape(index._data.shape)
@@ -275,6 +276,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """Values of input at `indices` along `dim` (flattened when None); other dims broadcast.
+    Negative indices count from the end.
 
     Raises RuntimeError for a non-int64 `indices`.
     """
@@ -282,14 +284,21 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{scalar_type_name(indices)}")
     if dim is None:
-        return gather(input.reshape(-1), 0, indices.reshape(-1))
+        flat = input.reshape(-1)
+        return gather(flat, 0, _wrap_negative(indices.reshape(-1), flat._data.shape[0]))
     d = normalize_dim(dim, input._data.ndim)
+    indices = _wrap_negative(indices, input._data.shape[d])
     a, i = list(input._data.shape), list(indices._data.shape)
     a[d] = i[d] = 1
     common = np.broadcast_shapes(tuple(a), tuple(i))
     target_x = common[:d] + (input._data.shape[d],) + common[d + 1:]
     target_i = common[:d] + (indices._data.shape[d],) + common[d + 1:]
     return gather(input.expand(target_x), d, indices.expand(target_i))
+
+
+def _wrap_negative(indices: Tensor, size: int) -> Tensor:
+    """Negative indices counted from the end (take_along_dim takes them; gather does not)."""
+    return indices + (indices < 0).long() * size
 
 
 def _scatter_like(op: Any, input: Tensor, dim: int, index: Tensor, src: Any,
@@ -336,10 +345,12 @@ def _dim_select_index(input: Tensor, dim: int, index: Tensor, name: str) -> tupl
     if not values_known(idx):  # a compiler's fake index: kept fake, so the op runs eagerly
         return d, idx.reshape(-1).astype(np.int64, copy=False)
     size = input._data.shape[d]
-    bad = idx[(idx >= size) | (idx < 0)]  # negative indices are out of range here too
-    if bad.size:
-        raise IndexError(f"index out of range in self (index {bad.reshape(-1)[0]} for dimension "
-                         f"{d} of size {size})")
+    message = f"for dimension {d} of size {size})" if name == "index_select" else \
+        f"is out of bounds for dimension {d} with size {size}"
+    check_array(idx, reject="outside", low=0, high=size,  # negatives are out of range too
+                error="IndexError" if name == "index_select" else "RuntimeError",
+                message=("index out of range in self (index {bad} " if name == "index_select"
+                         else "index {bad} ") + message)
     return d, np.array(idx.reshape(-1), dtype=np.int64)
 
 
@@ -357,7 +368,8 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of input with alpha * source[i] added to slice index[i] along `dim` (duplicates add).
 
-    Raises RuntimeError unless source has input's shape with dim `dim` of len(index).
+    Raises RuntimeError unless source has input's shape with dim `dim` of len(index), or
+    for an index out of range (negative ones included), as PyTorch.
     """
     d, idx = _dim_select_index(input, dim, index, "index_add")
     expected = list(input._data.shape)

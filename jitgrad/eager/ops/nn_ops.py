@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes
+from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
+from jitgrad.eager.tensor import Tensor, normalize_dim
 
 # ----- softmax, log_softmax ---------------------------------------------------------
 
@@ -228,7 +229,9 @@ def _target_shape_error(input_shape: tuple[int, ...], target_shape: tuple[int, .
                         f"(input shape {list(input_shape)})")
 
 
-def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
+def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> Tensor:
+    """`target` with its dtype, shape and class ids checked (ids in a compiled graph: when
+    it runs, see Note [Value checks in graphs])."""
     data, labels = input._data, target._data
     if labels.dtype not in (np.int64, np.uint8):
         name = TORCH_TYPE_NAMES.get(labels.dtype.name, labels.dtype.name)
@@ -238,11 +241,9 @@ def _check_targets(input: Tensor, target: Tensor, ignore_index: int) -> None:
     expected = data.shape[:class_dim] + data.shape[class_dim + 1:]
     if labels.shape != expected:
         raise _target_shape_error(data.shape, labels.shape, expected)
-    n_classes = data.shape[class_dim]
-    if labels.size and values_known(labels) and (labels.min() < 0 or labels.max() >= n_classes):
-        bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
-        if bad.any():
-            raise IndexError(f"Target {int(labels[bad].flat[0])} is out of bounds.")
+    return check_values(target, reject="outside", low=0, high=data.shape[class_dim],
+                        ignore=int(ignore_index), error="IndexError",
+                        message="Target {bad} is out of bounds.")
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -257,7 +258,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    _check_targets(input, target, ignore_index)
+    target = _check_targets(input, target, ignore_index)
     w = None if weight is None else weight._data.astype(input._data.dtype, copy=False)
     if target._data.dtype != np.int64:  # uint8 class ids
         target = target.long()
@@ -321,14 +322,15 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
                            f"following scalar types: Long, Int; but got {name} instead; "
                            "convert the ids with .long()")
     rows = weight._data.shape[0]
-    if ids.size and values_known(ids) and (ids.min() < 0 or ids.max() >= rows):
-        raise IndexError(f"index out of range in self (ids must be in [0, {rows}); got min "
-                         f"{int(ids.min())}, max {int(ids.max())})")
+    checked = check_values(input, reject="outside", low=0, high=rows, error="IndexError",
+                           message=f"index out of range in self (ids must be in [0, {rows}); "
+                           "got min {min}, max {max})")
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx % rows
-    return apply_op(EMBEDDING, (weight, input), (weight._data, ids), {"padding_idx": padding_idx})
+    return apply_op(EMBEDDING, (weight, checked), (weight._data, checked._data),
+                    {"padding_idx": padding_idx})
 
 
 # ----- binary cross-entropy element losses --------------------------------------------

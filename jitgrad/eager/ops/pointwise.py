@@ -17,6 +17,7 @@ from scipy import special
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops._binary import binary, cast_operands, result_dtype, unary
+from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
@@ -75,9 +76,7 @@ DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcasting. Raises RuntimeError on incompatible shapes."""
-    if alpha != 1:
-        other = mul(other, alpha)
-    return binary(ADD, input, other)
+    return binary(ADD, input, _scaled(input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -93,9 +92,26 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    if alpha != 1:
-        other = mul(other, alpha)
-    return binary(SUB, input, other)
+    return binary(SUB, input, _scaled(input, other, alpha))
+
+
+def _scaled(input: Any, other: Any, alpha: Any) -> Any:
+    """alpha * other for `input + alpha * other`; a Python number stays one (alpha does
+    not change the result dtype: int tensor + 0.3 * 2 is float32, as in PyTorch).
+
+    Raises RuntimeError for a float alpha with an integral result, or a bool alpha with a
+    non-bool one (PyTorch's alpha_check).
+    """
+    if isinstance(alpha, (bool, float)) or alpha != 1:
+        common = result_dtype(as_tensor_operand(input), as_tensor_operand(other))
+        if isinstance(alpha, float) and not common.is_floating_point:
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        if isinstance(alpha, bool) and common is not dtypes.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if alpha == 1:
+        return other
+    return other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
 
 
 def _is_bool(x: Any) -> bool:
@@ -120,12 +136,19 @@ def _is_integral(*operands: Any) -> bool:
     return not result_dtype(*operands).is_floating_point
 
 
-def _check_integer_divisor(other: Any) -> None:
-    """Integer division by zero is an error in PyTorch (numpy returns 0 with a warning)."""
-    divisor = other._data if isinstance(other, Tensor) else other
-    if np.any(divisor == 0):
-        raise RuntimeError("ZeroDivisionError: integer division by zero; check the divisor "
-                           "or convert to float (float division by zero gives inf/nan)")
+_INTEGER_DIVISION_BY_ZERO = ("ZeroDivisionError: integer division by zero; check the divisor "
+                             "or convert to float (float division by zero gives inf/nan)")
+
+
+def _checked_integer_divisor(other: Any) -> Any:
+    """`other` after refusing a zero: integer division by zero is an error in PyTorch (numpy
+    returns 0 with a warning). In a compiled graph, checked when it runs."""
+    if isinstance(other, Tensor):
+        return check_values(other, reject="zero", error="RuntimeError",
+                            message=_INTEGER_DIVISION_BY_ZERO)
+    if other == 0:
+        raise RuntimeError(_INTEGER_DIVISION_BY_ZERO)
+    return other
 
 
 def _div_rounding_forward(a: Any, b: Any, rounding_mode: str) -> np.ndarray:
@@ -177,7 +200,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
                            f"but found '{rounding_mode}'")
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(DIV_ROUNDING, a, b, rounding_mode=rounding_mode)
 
 
@@ -189,7 +212,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(FLOOR_DIVIDE, a, b)
 
 
@@ -200,7 +223,7 @@ def remainder(input: Any, other: Any) -> Tensor:
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(REMAINDER, a, b)
 
 
@@ -208,7 +231,7 @@ def fmod(input: Any, other: Any) -> Tensor:
     """C's fmod: input - trunc(input / other) * other, with the sign of `input`."""
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     if _is_integral(a, b):
-        _check_integer_divisor(b)
+        b = _checked_integer_divisor(b)
     return binary(FMOD, a, b)
 
 
@@ -287,6 +310,11 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         if data.dtype != rd.np:
             data = data.astype(rd.np)
         return apply_op(POW_SCALAR, (input,), (data,), {"exponent": exponent})
+    if isinstance(exponent, Tensor) and exponent._weak_scalar and \
+            not result_dtype(input, exponent).is_floating_point:  # a compiler's Python int
+        exponent = check_values(exponent, reject="negative", error="RuntimeError", message=(
+            f"{ERR_NEGATIVE_INT_POWER} Got a {result_dtype(input, exponent)} tensor to the power "
+            "{bad}; convert first, e.g. t.float() ** {bad}"))
     return binary(POW_TENSOR, input, exponent)
 
 

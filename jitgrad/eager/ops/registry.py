@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from jitgrad.eager import layout
 from jitgrad.eager import xp as xp_namespaces
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues, VersionCounter
@@ -108,23 +109,40 @@ class OpDef:
         self.node_class = type(f"{title}Backward", (OpNode,), namespace)
 
     def infer_meta(self, inputs: tuple, params: dict[str, Any]) -> Any:
-        """Output shape and dtype for inputs described by `TensorMeta`s (scalars as is).
+        """Output shape, dtype and layout for inputs described by `TensorMeta`s (scalars as is).
 
-        Note [Shape/dtype rules]: an op's explicit `meta` rule wins; otherwise the
-        numpy forward runs on read-only zero-stride arrays of the input shapes (ones for
-        floats, so log/div stay finite; zeros otherwise, a valid index anywhere), which
-        allocates nothing per input and gives numpy's (and so the op's) exact output
-        shape and dtype. Ops whose forward is costly on such inputs (matmul) or whose
-        output shape depends on values (nonzero) define `meta`.
+        Note [Shape/dtype rules]: an op's explicit `meta` rule wins (its outputs are
+        C-contiguous unless it says otherwise); otherwise the numpy forward runs on
+        read-only zero-stride arrays of the input shapes (ones for floats, so log/div stay
+        finite; zeros otherwise, a valid index anywhere), which allocates nothing per
+        input and gives numpy's (and so the op's) exact output shape and dtype. Where the
+        layout of the result may differ from that run's (an input is not C-contiguous: run
+        instead; the result is a view of an input: run again), the forward runs on zero
+        arrays of the inputs' own layouts (jitgrad.eager.layout), so the strides and
+        storage offset are those of an eager call. Ops whose forward is costly on such
+        inputs (matmul) or whose output shape depends on values (nonzero) define `meta`.
         """
         if self.meta is not None:
             return self.meta(*inputs, **params)
-        arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
-                       if isinstance(x, TensorMeta) else x for x in inputs)
-        out = self.forward(*arrays, **params)
-        if self.num_outputs == 1:
-            return TensorMeta(out.shape, out.dtype)
-        return tuple(TensorMeta(o.shape, o.dtype) for o in out)
+        if any(isinstance(x, TensorMeta) and not x.is_contiguous() for x in inputs):
+            outs = self._forward_on_layouts(inputs, params)
+        else:
+            arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
+                           if isinstance(x, TensorMeta) else x for x in inputs)
+            outs = self._outputs(self.forward(*arrays, **params))
+            if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a)
+                   for o in outs for a in arrays):  # a view: its strides are the input's
+                outs = self._forward_on_layouts(inputs, params)
+        metas = tuple(TensorMeta.of(o) for o in outs)
+        return metas[0] if self.num_outputs == 1 else metas
+
+    def _forward_on_layouts(self, inputs: tuple, params: dict[str, Any]) -> tuple:
+        with np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
+            return self._outputs(self.forward(*(x.zeros() if isinstance(x, TensorMeta) else x
+                                                for x in inputs), **params))
+
+    def _outputs(self, out: Any) -> tuple:
+        return (out,) if self.num_outputs == 1 else tuple(out)
 
     def __call__(self, *inputs: Any, **params: Any) -> Any:
         """Apply the op eagerly: `apply_op(self, inputs, arrays, params)` with each Tensor's data.
@@ -145,10 +163,28 @@ _META_FILL = {True: lambda dtype: np.ones((), dtype), False: lambda dtype: np.ze
 
 
 class TensorMeta(NamedTuple):
-    """What the shape/dtype rule of an op sees of a tensor: its shape and numpy dtype."""
+    """What the shape/dtype rule of an op sees of a tensor: its shape, numpy dtype and
+    layout (strides in elements, None for C order; storage offset in elements)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    strides: tuple[int, ...] | None = None
+    offset: int = 0
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> TensorMeta:
+        """The metadata of an array, its layout included (C-order strides as None)."""
+        strides = layout.element_strides(array)
+        return cls(array.shape, array.dtype,
+                   None if strides == layout.contiguous_strides(array.shape) else strides,
+                   layout.storage_offset(array))
+
+    def is_contiguous(self) -> bool:
+        return self.strides is None or self.strides == layout.contiguous_strides(self.shape)
+
+    def zeros(self) -> np.ndarray:
+        """A read-only zero array with this metadata (jitgrad.eager.layout)."""
+        return layout.layout_array(self.shape, self.dtype, self.strides, self.offset)
 
 
 def register(name: str, forward: Callable, backward: Callable | None = None, *,
