@@ -299,11 +299,17 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
         return call_object(tx, fn, args, kwargs)
     if isinstance(fn, ConstVar) and callable(fn.value):  # e.g. a class in co_consts
         return call_object(tx, ObjectVar(fn.value, source=fn.source), args, kwargs)
+    if isinstance(fn, ConstVar):  # `f(x)` with f an int or None: eager's TypeError
+        raise Unsupported("USER_ERROR", f"'{type(fn.value).__name__}' object is not callable",
+                          "the eager run shows the error at your line")
     raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
 
 
 def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     value = fn.value
+    if not callable(value):
+        raise Unsupported("USER_ERROR", f"'{type(value).__name__}' object is not callable",
+                          "the eager run shows the error at your line")
     if value in _GRAD_MODE_MANAGERS and not args and not kwargs:
         return GradModeVar(_GRAD_MODE_MANAGERS[value])
     if value is grad_mode.set_grad_enabled and len(args) == 1 and not kwargs:

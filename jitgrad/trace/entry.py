@@ -216,39 +216,58 @@ class CompiledFunction:
         try:
             entry = self._compile(args, kwargs)
         except Unsupported as err:
-            reason = _break_reason(err)
-            if self._fullgraph:
-                raise CompileError(str(reason)) from None
-            user_error = err.kind == "USER_ERROR"
-        except Exception as err:  # a bug in the compiler or the backend: never the user's loss
+            failure = err
+            if self._fullgraph and err.kind not in _DECIDED_BY_EAGER:
+                raise CompileError(str(_break_reason(err))) from None
+        except Exception as err:  # a bug in the backend: never the user's loss
             if self._fullgraph:
                 raise CompileError(f"jitgrad internal error while compiling "
                                    f"{self._qualname()}: {type(err).__name__}: {err}") from err
-            message = f"internal error {type(err).__name__}: {err}"
-            report.record_outcome(report.FrameOutcome(self._qualname(), "eager", message))
-            cache.eager_reason = message
-            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
-                       "(please report it with JITGRAD_LOGS=all output)")
-            return self._function(*args, **kwargs)
+            return self._stay_eager(cache, f"internal error {type(err).__name__}: {err}",
+                                    lambda: self._function(*args, **kwargs))
         else:
             cache.entries.insert(0, entry)
             cache.compiles += 1
             _TOTAL["compiles"] += 1
             report.record_outcome(report.FrameOutcome(self._qualname(), "compiled"))
             return entry.run(*args, **kwargs)
-        # the frame runs eagerly; outside the handler, so a user's error raised by the eager
-        # run below does not come chained to the tracer's exception
-        report.record_outcome(report.FrameOutcome(self._qualname(), "eager", reason.message))
-        if not user_error:
-            cache.eager_reason = reason.message
-            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-            return self._function(*args, **kwargs)
+        # outside the handler, so a user's error raised by the eager run below does not come
+        # chained to the tracer's exception
+        return self._run_eagerly(cache, failure, args, kwargs)
+
+    def _run_eagerly(self, cache: CodeCache, failure: Unsupported, args: tuple,
+                     kwargs: dict[str, Any]) -> Any:
+        """Run the frame eagerly after tracing failed with `failure`.
+
+        A user error, or the tracer failing on the user's values (TRACER_ERROR), is decided
+        by the eager run (Note [User errors]): when it raises, the error is the user's and
+        propagates at the user's line, and the next call traces again; when it returns,
+        the failure was the tracer's, and the frame stays eager (under fullgraph=True:
+        CompileError). Other failures are unresumable graph breaks: eager from now on.
+        """
+        if failure.kind not in _DECIDED_BY_EAGER:
+            return self._stay_eager(cache, failure, lambda: self._function(*args, **kwargs))
         result = self._function(*args, **kwargs)  # raises the user's error if it is theirs
-        # eager ran it: the error was the tracer's (e.g. a builtin it cannot apply to a traced
-        # value), so the frame stays eager rather than being traced every call
-        cache.eager_reason = reason.message
-        _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-        return result
+        if self._fullgraph:
+            raise CompileError(f"{_break_reason(failure)}\n(the function ran eagerly without "
+                               "this error, so it is jitgrad's: please report it)")
+        return self._stay_eager(cache, failure, lambda: result)
+
+    def _stay_eager(self, cache: CodeCache, failure: Unsupported | str,
+                    run: Callable[[], Any]) -> Any:
+        """Record why the frame runs eagerly from now on (a break that cannot be resumed, or
+        an internal error, which asks for a report), warn once, and return `run()`."""
+        if isinstance(failure, str) or failure.kind == "TRACER_ERROR":
+            message = failure if isinstance(failure, str) else failure.message
+            warning = (f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
+                       "(please report it with JITGRAD_LOGS=all output)")
+        else:
+            message = failure.message
+            warning = f"jitgrad.compile: {self._qualname()} runs eagerly:\n{_break_reason(failure)}"
+        report.record_outcome(report.FrameOutcome(self._qualname(), "eager", message))
+        cache.eager_reason = message
+        _warn_once(warning)
+        return run()
 
     def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
         failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
@@ -276,13 +295,12 @@ class CompiledFunction:
         fn = self._function
         dynamic = cache_for(fn).dynamic_numbers
         try:
-            result, plan = trace_function(fn, args, kwargs, dynamic_numbers=dynamic), None
+            result, plan = _trace(fn, args, kwargs, dynamic_numbers=dynamic), None
         except Unsupported as err:
             if self._fullgraph:
                 raise
             plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
-            result = trace_function(fn, args, kwargs, stop_at=plan.offset,
-                                    dynamic_numbers=dynamic)
+            result = _trace(fn, args, kwargs, stop_at=plan.offset, dynamic_numbers=dynamic)
             break_reason = _break_reason(err)
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
@@ -411,6 +429,28 @@ def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
         return forward, fn  # an nn.Module: compile its forward with self bound
     raise TypeError(f"jitgrad.compile expects a Python function, method or nn.Module, got "
                     f"{type(fn).__name__}")
+
+
+# Note [User errors]: a frame whose trace fails on the user's values (an op's shape or dtype
+# error on the traced tensors, `None * 2`, a missing attribute, a wrong number of arguments)
+# is run eagerly with the same arguments, and the eager run decides: if it raises, the
+# exception is the user's own, raised from the user's frame as eager raises it (same class,
+# same message, no tracer frames), under fullgraph=True too; if it returns, the tracer was
+# wrong. The tracer's own bugs while tracing (TRACER_ERROR) are decided the same way, so a
+# user's mistake is never reported as an internal error.
+_DECIDED_BY_EAGER = ("USER_ERROR", "TRACER_ERROR")
+
+
+def _trace(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
+           **options: Any) -> TraceResult:
+    """`trace_function`, with an exception other than Unsupported as a TRACER_ERROR."""
+    try:
+        return trace_function(fn, args, kwargs, **options)
+    except Unsupported:
+        raise
+    except Exception as err:
+        raise Unsupported("TRACER_ERROR", f"internal error {type(err).__name__}: {err}") \
+            from err
 
 
 def _break_reason(err: Unsupported) -> report.BreakReason:
