@@ -45,6 +45,7 @@ from jitgrad.eager.views import view_op
 from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.user_lines import add_user_location
 
 ERR_CREATE_GRAPH = (
     "create_graph=True reached a compiled region (CompiledFunctionBackward): its backward "
@@ -373,7 +374,8 @@ class CompiledFunctionBackward(Node):
 
     next_edges: one per input of the captured graph (None where it needs no gradient);
     apply runs the region's compiled backward graph on the saved values and the output
-    gradients (zeros for outputs that got none).
+    gradients (zeros for outputs that got none); an error raised in it names the user's
+    line of the forward op (Note [Errors at the user's line] in jitgrad/trace/user_lines.py).
     Raises RuntimeError: on `create_graph=True` (ERR_CREATE_GRAPH), after the saved
     values were freed (ERR_FREED), or when a saved input was modified in place.
     """
@@ -405,7 +407,11 @@ class CompiledFunctionBackward(Node):
                 continue
             array = np.zeros(*meta) if grad is None else grad
             tangents.append(Tensor._make(array))
-        grads = self.region.backward(*values, *tangents)
+        try:
+            grads = self.region.backward(*values, *tangents)
+        except Exception as err:  # at the forward line whose backward raised
+            add_user_location(err)
+            raise
         return tuple(None if g is None else g._data for g in grads)
 
     def release_variables(self) -> None:

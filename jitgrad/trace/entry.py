@@ -25,6 +25,7 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
+import itertools
 import os
 import sys
 import time
@@ -36,10 +37,11 @@ from typing import Any
 
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
-from jitgrad.trace import breaks, report, side_effects
+from jitgrad.trace import breaks, report, side_effects, user_lines
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
+from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import changed_numbers, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
@@ -203,7 +205,7 @@ class CompiledFunction:
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
                 entry.hits += 1
-                return entry.run(*args, **kwargs)
+                return _run_entry(entry, args, kwargs)
         if cache.eager_reason is not None:
             return self._function(*args, **kwargs)
         return self._compile_and_run(cache, args, kwargs)
@@ -230,7 +232,7 @@ class CompiledFunction:
             cache.compiles += 1
             _TOTAL["compiles"] += 1
             report.record_outcome(report.FrameOutcome(self._qualname(), "compiled"))
-            return entry.run(*args, **kwargs)
+            return _run_entry(entry, args, kwargs)
         # outside the handler, so a user's error raised by the eager run below does not come
         # chained to the tracer's exception
         return self._run_eagerly(cache, failure, args, kwargs)
@@ -346,9 +348,14 @@ class CompiledFunction:
         write_back = env.const(side_effects.write_back, "write_back")
         replay = [f"{write_back}({input_names[m.source]}, __out[{outputs.index(m.fake.node)}], "
                   f"{m.writes})" for m in result.mutations]
+        # a write-back raises what the in-place op raises in eager (e.g. into a leaf that
+        # requires grad): at that op's line (Note [Errors at the user's line])
+        locations = [m.fake.node.meta.get("source") for m in result.mutations]
         replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
+        locations += [None] * (len(replay) - len(locations))
         if plan is None:
             body = replay + [f"return {expr(result.output)}"]
+            locations.append(None)
         else:
             if plan.opname == "CHECKPOINT" and not any(
                     n.op == "call_function" for n in graph.nodes):
@@ -359,7 +366,8 @@ class CompiledFunction:
             body = replay + breaks.emit_break(
                 result.stopped_at, plan, expr, lambda *spec: _named_const(env, self._resume(*spec)),
                 lambda var: self._trampoline(var, env), env.const)
-        return build_runner(fn, inputs, body, compiled, env)
+            locations += [result.stopped_at.location()] * (len(body) - len(locations))
+        return build_runner(fn, inputs, body, compiled, env, locations)
 
     def _resume(self, offset: int, n_stack: int, names: list[str],
                 with_blocks: tuple = (), null_slots: tuple[int, ...] = ()) -> CompiledFunction:
@@ -406,6 +414,15 @@ class CompiledFunction:
     def _qualname(self) -> str:
         code = self._function.__code__
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+def _run_entry(entry: CacheEntry, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """Call the entry's runner; an error raised in generated code names the user's line."""
+    try:
+        return entry.run(*args, **kwargs)
+    except Exception as err:
+        user_lines.add_user_location(err)
+        raise
 
 
 def _named_const(env: _RunnerEnv, compiled: CompiledFunction) -> str:
@@ -479,6 +496,7 @@ def _user_stacklevel() -> int:
     return level
 
 
+_RUNNER_IDS = itertools.count()
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -621,13 +639,15 @@ def _input_names(inputs: list[str]) -> list[str]:
 
 
 def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
-                 compiled: Callable[..., Any], env: _RunnerEnv) -> Callable[..., Any]:
+                 compiled: Callable[..., Any], env: _RunnerEnv,
+                 locations: list[SourceLocation | None]) -> Callable[..., Any]:
     """Generate the entry's runner with `fn`'s signature (see the module docstring).
 
     inputs: the expression of each graph input (bound to `__i<k>` first, so statements
     after the graph refer to the same objects); body: the statements after the graph call
     (write-backs and replayed side effects, then `return <rebuilt output>`, or the break's
-    native instruction and resume call).
+    native instruction and resume call); locations: the user's line of each body
+    statement, or None (Note [Errors at the user's line]).
     """
     env.namespace["__graph"] = compiled
     names = _input_names(inputs)
@@ -636,11 +656,13 @@ def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
     lines += [f"    {input_name} = {value}" for input_name, value in zip(names, inputs, strict=True)
               if input_name != value]
     lines.append(f"    __out = __graph({', '.join(names)})")
+    line_locations = [None] * len(lines) + locations
     lines += [f"    {line}" for line in body]
     source = "\n".join(lines) + "\n"
-    code = compile(source, f"<jitgrad runner {fn.__code__.co_qualname}>", "exec")
-    exec(code, env.namespace)  # noqa: S102 - generated from our own templates
+    filename = f"<jitgrad runner {fn.__code__.co_qualname} {next(_RUNNER_IDS)}>"
+    exec(compile(source, filename, "exec"), env.namespace)  # noqa: S102 - our own templates
     runner = env.namespace[name]
+    user_lines.register(filename, line_locations, runner)
     runner.__defaults__ = fn.__defaults__
     runner.__kwdefaults__ = fn.__kwdefaults__
     runner.__jitgrad_source__ = source

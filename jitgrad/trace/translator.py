@@ -23,6 +23,7 @@ from jitgrad.trace import calls
 from jitgrad.trace.bytecode import binary_op_symbol
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import SourceLocation
+from jitgrad.trace.resume import user_function_name
 from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
@@ -117,7 +118,8 @@ class Translator:
         filename = self.code.co_filename
         text = linecache.getline(filename, positions.lineno).rstrip()
         return SourceLocation(filename, positions.lineno, positions.col_offset,
-                              positions.end_col_offset, text)
+                              positions.end_col_offset, text,
+                              user_function_name(self.code.co_name))
 
     def jump_to(self, offset: int) -> None:
         self.ip = self.index_of[offset]

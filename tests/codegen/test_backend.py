@@ -223,3 +223,24 @@ def test_a_kernel_that_fails_to_compile_falls_back_to_eager_ops(monkeypatch):
         warnings.simplefilter("always")
         np.testing.assert_allclose(fn(x).numpy(), out.numpy())
     assert not caught  # eager ops from now on, warned once
+
+
+def _tanh_gather(x, idx):
+    y = (x * 2.0).tanh()
+    return y[idx].sum()
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_an_error_in_a_compiled_graph_names_the_users_line(requires_grad):
+    jg.reset()
+    x = jg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3),
+                  requires_grad=requires_grad)
+    compiled = jg.compile(_tanh_gather, backend="numba")
+    np.testing.assert_allclose(compiled(x, jg.tensor([3, 0])).detach().numpy(),
+                               _tanh_gather(x, jg.tensor([3, 0])).detach().numpy(), atol=1e-6)
+    with pytest.raises(IndexError) as excinfo:
+        compiled(x, jg.tensor([0, 9]))
+    line = _tanh_gather.__code__.co_firstlineno + 2
+    assert str(excinfo.value).endswith(
+        f'\n\nfrom user code:\n  File "{__file__}", line {line}, in _tanh_gather\n'
+        "    return y[idx].sum()\n           ^^^^^^")

@@ -143,3 +143,106 @@ def test_trace_failure_that_eager_does_not_repeat_keeps_the_frame_eager_with_a_w
     jg.reset()
     with pytest.raises(jg.CompileError, match="ran eagerly without this error"):
         jg.compile(scaled, fullgraph=True)(x, FailsOnFirstRead())
+
+
+# ----- runtime errors in generated code (Note [Errors at the user's line]) ---------------
+
+def from_user_code(fn, line_offset, text, carets):
+    """The section an error raised at `fn`'s line `co_firstlineno + line_offset` ends with."""
+    line = fn.__code__.co_firstlineno + line_offset
+    return (f'\n\nfrom user code:\n  File "{__file__}", line {line}, in {fn.__name__}\n'
+            f"    {text}\n    {carets}")
+
+
+def gather(x, idx):
+    y = x * 2
+    return y[idx] + 1
+
+
+def add_one_in_place(w):
+    w.add_(1)
+    return w * 2
+
+
+def backward_twice(w):
+    loss = (w * w).sum()
+    loss.backward()
+    loss.backward()
+    return loss
+
+
+def gather_after_print(x, idx):
+    y = x * 2
+    print("between graphs")
+    return y[idx] + 1
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_index_error_in_a_graph_is_raised_at_the_users_line(fullgraph):
+    compiled = jg.compile(gather, fullgraph=fullgraph)
+    x = t(4, 3)
+    np.testing.assert_allclose(compiled(x, jg.tensor([0, 3])).numpy(),
+                               gather(x, jg.tensor([0, 3])).numpy())
+    expected = eager_error(gather, (x, jg.tensor([0, 7])))
+    with pytest.raises(IndexError) as excinfo:
+        compiled(x, jg.tensor([0, 7]))
+    assert type(excinfo.value) is type(expected)
+    assert str(excinfo.value).endswith(from_user_code(gather, 2, "return y[idx] + 1",
+                                                      "       ^^^^^^"))
+
+
+def test_in_place_write_into_a_leaf_is_raised_at_the_in_place_ops_line():
+    w = jg.tensor([1.0, 2.0], requires_grad=True)
+    expected = eager_error(add_one_in_place, (w,))
+    with pytest.raises(RuntimeError) as excinfo:
+        jg.compile(add_one_in_place)(w)
+    assert str(excinfo.value) == str(expected) + from_user_code(
+        add_one_in_place, 1, "w.add_(1)", "^^^^^^^^^")
+    assert w._version == 0 and w.grad is None
+
+
+def test_second_backward_at_a_graph_break_is_raised_at_the_second_backward_line():
+    w = jg.tensor([1.0, 2.0], requires_grad=True)
+    expected = eager_error(backward_twice, (jg.tensor([1.0, 2.0], requires_grad=True),))
+    with pytest.raises(RuntimeError) as excinfo:
+        jg.compile(backward_twice)(w)
+    assert str(excinfo.value) == str(expected) + from_user_code(
+        backward_twice, 3, "loss.backward()", "^^^^^^^^^^^^^^^")
+    np.testing.assert_allclose(w.grad.numpy(), [2.0, 4.0])  # the first backward ran
+
+
+def test_error_in_a_resume_functions_graph_names_the_users_function(capsys):
+    x = t(3)
+    with pytest.raises(IndexError) as excinfo:
+        jg.compile(gather_after_print)(x, jg.tensor([5]))
+    assert str(excinfo.value).endswith(from_user_code(
+        gather_after_print, 3, "return y[idx] + 1", "       ^^^^^^"))
+    assert capsys.readouterr().out == "between graphs\n"
+
+
+def test_error_in_user_code_called_at_a_break_keeps_eagers_message():
+    def check(y):
+        raise ValueError(f"bad value {y.shape}")
+
+    def f(x):
+        y = x * 2
+        check(y)
+        return y
+
+    expected = eager_error(f, (t(3),))
+    with pytest.raises(ValueError) as excinfo:
+        jg.compile(f)(t(3))
+    assert str(excinfo.value) == str(expected)  # the traceback ends in `check` already
+    last = excinfo.traceback[-1]  # the user's `raise` line (in check's resume function)
+    assert (str(last.path), last.lineno + 1) == (__file__, check.__code__.co_firstlineno + 1)
+
+
+def test_an_error_keeps_its_class_when_its_message_is_not_args0():
+    def f(x, table):
+        y = x * 2
+        print("break")
+        return y + table["missing"]
+
+    with pytest.raises(KeyError) as excinfo:
+        jg.compile(f)(t(3), {})
+    assert excinfo.value.args == ("missing",)
