@@ -70,7 +70,7 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
 
     def run(*args: Any, **kwargs: Any) -> report.ExplainOutput:
         entry.forget(compiled)
-        output = report.ExplainOutput()
+        output = report.ExplainOutput(disabled=config.DISABLE)
         active = report.recorders()
         active.append(output)
         try:

@@ -389,6 +389,8 @@ class CompiledFunction:
         the resume functions it calls (what `jitgrad.show(fn)` prints)."""
         cache = cache_for(self._function)
         name = self._qualname()
+        if config.DISABLE:
+            return f"# {name}: no compiled entry ({report.DISABLED_MESSAGE})\n"
         if not cache.entries:
             reason = cache.eager_reason or "it has not been called yet"
             return f"# {name}: no compiled entry ({reason})\n"
