@@ -6,6 +6,7 @@ functions may differ from numpy's by an ulp or two), integer and bool results ex
 """
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -244,3 +245,26 @@ def test_an_error_in_a_compiled_graph_names_the_users_line(requires_grad):
     assert str(excinfo.value).endswith(
         f'\n\nfrom user code:\n  File "{__file__}", line {line}, in _tanh_gather\n'
         "    return y[idx].sum()\n           ^^^^^^")
+
+
+def _tanh_chain(a):
+    return (a * 2.0).tanh()
+
+
+def test_output_code_shows_each_kernel_source_once(caplog, monkeypatch):
+    from jitgrad.codegen import kernels
+
+    monkeypatch.setattr(kernels, "_LOGGED", set())
+    jg.reset()
+    compiled = jg.compile(_tanh_chain, backend="numba")
+    with caplog.at_level("INFO", logger="jitgrad.output_code"):
+        for rows in (2, 5):  # a new shape recompiles onto the same shape-generic kernel
+            a = jg.tensor(np.ones((rows, 3), dtype=np.float32))
+            np.testing.assert_allclose(compiled(a).numpy(), _tanh_chain(a).numpy(), rtol=1e-6)
+    messages = [r.getMessage() for r in caplog.records]
+    sources = [m for m in messages if "\n# jitgrad kernel" in m]
+    assert len(sources) == 1 and sources[0].startswith("fused_0 (")
+    path = Path(sources[0].split("(", 1)[1].split(")", 1)[0])
+    assert messages.count(f"fused_0: the kernel in {path.name} (its source is shown "
+                          "above)") == 1
+    assert sum(m.startswith("wrapper of 1 kernel(s)") for m in messages) == 2
