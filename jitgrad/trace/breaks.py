@@ -71,7 +71,7 @@ class BreakPlan:
 def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     """Check that the failing root instruction can be resumed; raise `Unsupported` if not.
 
-    The message of a refusal says why, for the frame outcome.
+    The message of a refusal says why (every reason that applies), for the frame outcome.
     """
     instruction = getattr(err, "root_instruction", None)
     if instruction is None or err.kind == "USER_ERROR":  # the eager run shows user errors
@@ -80,17 +80,19 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     instrs = decode(code)
     at = next(i for i in instrs if i.offset == instruction.offset)
     blocks = analysis.exn_blocks(instrs, at)
-    if instruction.opname == "RAISE_VARARGS" and all(b.kind == "with" for b in blocks):
+    if err.kind == "RAISE" and instruction.opname == "RAISE_VARARGS" and \
+            all(b.kind == "with" for b in blocks):
         # no handler in this frame: the call raises, so the eager run raises it at the
         # user's line (Note [User errors] in entry.py), and the next call traces again
         raised = Unsupported("USER_ERROR", "the function raises an exception on these "
-                             "arguments", "the eager run raises it at your line")
+                             "arguments")
         raised.location = getattr(err, "location", None)
         raise raised
-    if code.co_cellvars:
-        raise _frame_only(err, "the function creates closures over its own variables")
-    if analysis.is_in_loop(instrs, at):
-        raise _frame_only(err, "the break is inside a loop")
+    refusals = [why for refused, why in (
+        (bool(code.co_cellvars), "the function creates closures over its own variables"),
+        (analysis.is_in_loop(instrs, at), "the break is inside a loop")) if refused]
+    if refusals:  # every reason, so fixing one does not reveal the next
+        raise _frame_only(err, "; ".join(refusals))
     if any(block.kind != "with" for block in blocks):
         return _checkpoint_before(instrs, at, err)
     following = instrs[instrs.index(at) + 1].offset

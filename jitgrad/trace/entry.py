@@ -324,8 +324,7 @@ class CompiledFunction:
         done = time.perf_counter()
         if plan is not None:
             report.record_break(break_reason)
-        report.record_graph(graph)
-        report.record_fusion_groups([str(g) for g in getattr(compiled, "fusion_groups", ())])
+        report.record_graph(graph, [str(g) for g in getattr(compiled, "fusion_groups", ())])
         report.record_guards(guard_source)
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)
@@ -360,7 +359,7 @@ class CompiledFunction:
             if plan.opname == "CHECKPOINT" and not any(
                     n.op == "call_function" for n in graph.nodes):
                 refused = Unsupported("BREAK_IN_TRY", "nothing to capture before a try block "
-                                      "whose body cannot be traced", "the frame runs eagerly")
+                                      "whose body cannot be traced")
                 refused.location = result.stopped_at.location()
                 raise refused
             body = replay + breaks.emit_break(
@@ -456,8 +455,10 @@ def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
 # exception is the user's own, raised from the user's frame as eager raises it (same class,
 # same message, no tracer frames), under fullgraph=True too; if it returns, the tracer was
 # wrong. The tracer's own bugs while tracing (TRACER_ERROR) are decided the same way, so a
-# user's mistake is never reported as an internal error.
-_DECIDED_BY_EAGER = ("USER_ERROR", "TRACER_ERROR")
+# user's mistake is never reported as an internal error; so is a `raise` statement reached
+# while tracing (RAISE) that is not resumed as a graph break: under fullgraph=True, or where
+# the frame cannot be resumed (inside a try block, a loop).
+_DECIDED_BY_EAGER = ("USER_ERROR", "TRACER_ERROR", "RAISE")
 
 
 def _trace(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],

@@ -136,9 +136,14 @@ def recorders() -> list[ExplainOutput]:
     return _RECORDERS.active
 
 
-def record_graph(graph: Any) -> None:
+def record_graph(graph: Any, fusion_groups: list[str]) -> None:
+    """A compiled graph and the backend's fusion groups of it (empty for "eager"); a graph
+    without ops (a break before any tensor op) is not a graph to the user: not recorded."""
+    if not any(node.op == "call_function" for node in graph.nodes):
+        return
     for out in recorders():
         out.graphs.append(graph)
+        out.fusion_groups.append(fusion_groups)
     config.logger("graph_code").info("%s", graph)
 
 
@@ -149,15 +154,12 @@ def record_break(reason: BreakReason) -> None:
 
 
 def record_outcome(outcome: FrameOutcome) -> None:
+    """A frame's outcome, for explain(); the graph_breaks channel logs only frames that
+    run eagerly (code left out of the graphs), not every compiled frame."""
     for out in recorders():
         out.frame_outcomes.append(outcome)
-    config.logger("graph_breaks").info("frame outcome: %s", outcome)
-
-
-def record_fusion_groups(groups: list[str]) -> None:
-    """The backend's fusion groups of the graph just compiled (empty for "eager")."""
-    for out in recorders():
-        out.fusion_groups.append(groups)
+    if outcome.outcome != "compiled":
+        config.logger("graph_breaks").info("frame outcome: %s", outcome)
 
 
 def record_guards(source: str) -> None:

@@ -218,7 +218,7 @@ class TraceContext:
             return tensor
         if isinstance(tensor._data, FakeArray):
             raise Unsupported("DATA_DEPENDENT_OP", "a tensor was built from a traced tensor's "
-                              "values", "it runs eagerly between graphs")
+                              "values", "build it outside the compiled function and pass it in")
         fake = self._constants.get(id(tensor))
         if fake is None:
             if tensor._requires_grad:

@@ -137,6 +137,10 @@ class Translator:
         del self.stack[-n:]
         return items
 
+    def RAISE_VARARGS(self, inst: dis.Instruction) -> None:
+        # the traced call raises: decided by the eager run (Note [User errors] in entry.py)
+        raise Unsupported("RAISE", "a `raise` statement was reached while tracing")
+
     # ----- loads and stores -------------------------------------------------------------
     def NOP(self, inst: dis.Instruction) -> None:
         pass

@@ -246,3 +246,45 @@ def test_an_error_keeps_its_class_when_its_message_is_not_args0():
     with pytest.raises(KeyError) as excinfo:
         jg.compile(f)(t(3), {})
     assert excinfo.value.args == ("missing",)
+
+
+def check_rows(x):
+    if x.shape[0] != 3:
+        raise ValueError(f"expected 3 rows, got {x.shape[0]}")
+    return x
+
+
+def normalized(x):
+    return check_rows(x) / 2
+
+
+def first_positive(xs):
+    for x in xs:
+        if x > 0:
+            return x
+        raise LookupError("no positive number first")
+    return None
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+@pytest.mark.parametrize("fn, bad, good", [
+    (check_rows, lambda: (t(4, 2),), lambda: (t(3, 2),)),
+    (normalized, lambda: (t(4, 2),), lambda: (t(3, 2),)),  # raised in an inlined callee
+    (first_positive, lambda: ([-1, 2],), lambda: ([1, 2],)),  # raised inside a loop
+], ids=["in_the_frame", "in_a_callee", "in_a_loop"])
+def test_a_raise_statement_reached_while_tracing_raises_the_users_exception(fn, bad, good,
+                                                                             fullgraph):
+    expected = eager_error(fn, bad())
+    compiled = jg.compile(fn, fullgraph=fullgraph)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(type(expected)) as excinfo:
+            compiled(*bad())
+    assert str(excinfo.value) == str(expected)
+    assert chained_types(excinfo.value) == chained_types(expected)
+    result = compiled(*good())
+    expected_good = fn(*good())
+    if isinstance(result, jg.Tensor):
+        np.testing.assert_allclose(result.numpy(), expected_good.numpy())
+    else:
+        assert result == expected_good
