@@ -433,6 +433,17 @@ class CompiledRegion:
         self.backward = backward
         self.fusion_groups = fusion_groups
 
+    def show(self) -> str:
+        """The forward and backward graphs, each with its compiled code (`jitgrad.show`)."""
+        parts = []
+        for label, graph, compiled in (("forward", self.joint.forward, self.forward),
+                                       ("backward", self.joint.backward, self.backward)):
+            parts.append(f"# {label} graph:\n{graph}")
+            show = getattr(compiled, "show", None)
+            if show is not None:
+                parts.append(show())
+        return "\n".join(parts)
+
     def __call__(self, *inputs: Any) -> tuple:
         joint = self.joint
         detached = [Tensor._make(x._data) if isinstance(x, Tensor) else x for x in inputs]

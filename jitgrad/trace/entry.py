@@ -68,12 +68,13 @@ class CacheEntry:
     """One compiled version of a frame: its guard function, runner and what it holds."""
 
     def __init__(self, guard: Callable[..., bool], run: Callable[..., Any], result: TraceResult,
-                 graph_module: GraphModule, guard_source: str) -> None:
+                 graph_module: GraphModule, guard_source: str, compiled: Any) -> None:
         self.guard = guard
         self.run = run
         self.guards = result.guards
         self.graph_module = graph_module
         self.guard_source = guard_source
+        self.compiled = compiled  # what the backend returned (its `show()`, if any)
         self.hits = 0
 
 
@@ -329,7 +330,7 @@ class CompiledFunction:
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)
         report.record_time("guards", done - backend_done)
-        return CacheEntry(guard, run, result, graph_module, guard_source)
+        return CacheEntry(guard, run, result, graph_module, guard_source, compiled)
 
     def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
                       compiled: Callable[..., Any]) -> Callable[..., Any]:
@@ -384,8 +385,9 @@ class CompiledFunction:
         return self._resumes[key]
 
     def show(self) -> str:
-        """Readable source of every compiled entry: guards, graph, runner, and recursively
-        the resume functions it calls (what `jitgrad.show(fn)` prints)."""
+        """Readable source of every compiled entry: guards, graph, runner, the backend's
+        code (the numba backend: fusion groups, kernels, wrapper; forward and backward when
+        training), and recursively the resume functions it calls (`jitgrad.show(fn)`)."""
         cache = cache_for(self._function)
         name = self._qualname()
         if config.DISABLE:
@@ -399,6 +401,9 @@ class CompiledFunction:
                          f"# guards:\n{entry.guard_source}\n"
                          f"# graph:\n{entry.graph_module.graph}\n"
                          f"# runner:\n{entry.run.__jitgrad_source__}")
+            backend_code = getattr(entry.compiled, "show", None)  # kernels and wrapper
+            if backend_code is not None:
+                parts.append(backend_code())
         for resume in self._resumes.values():
             parts.append(resume.show())
         return "\n".join(parts)

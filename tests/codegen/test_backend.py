@@ -268,3 +268,39 @@ def test_output_code_shows_each_kernel_source_once(caplog, monkeypatch):
     assert messages.count(f"fused_0: the kernel in {path.name} (its source is shown "
                           "above)") == 1
     assert sum(m.startswith("wrapper of 1 kernel(s)") for m in messages) == 2
+
+
+def _gelu_ish(x, w):
+    return ((x @ w) * 0.5).tanh().sum()
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_show_holds_guards_graphs_fusion_groups_kernels_and_wrappers(requires_grad):
+    jg.reset()
+    produced = []
+
+    def backend(gm, example_inputs):
+        produced.append(numba_backend(gm, example_inputs))
+        return produced[-1]
+
+    x = jg.tensor(np.ones((2, 3), dtype=np.float32), requires_grad=requires_grad)
+    w = jg.tensor(np.ones((3, 4), dtype=np.float32))
+    compiled = jg.compile(_gelu_ish, backend=backend)
+    np.testing.assert_allclose(compiled(x, w).detach().numpy(),
+                               _gelu_ish(x, w).detach().numpy(), rtol=1e-6)
+    text = jg.show(compiled)
+    region = produced[0]
+    graphs = [region.forward, region.backward] if requires_grad else [region]
+    assert isinstance(region, CompiledRegion) == requires_grad
+    assert "# guards:\n" in text and "# runner:\n" in text
+    for graph in graphs:
+        assert graph.kernels and graph.fusion_groups
+        for group in graph.fusion_groups:
+            assert f"{group}\n" in text
+        for kernel in graph.kernels:
+            assert f"# kernel {kernel.name} ({kernel.path.name}):\n{kernel.source}" in text or \
+                f"# kernel {kernel.name}: {kernel.path.name}, shown above" in text
+        assert f"# wrapper:\n{graph.wrapper.code}" in text
+    if requires_grad:
+        assert f"# forward graph:\n{region.joint.forward}\n" in text
+        assert f"# backward graph:\n{region.joint.backward}\n" in text
