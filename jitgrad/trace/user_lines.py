@@ -17,10 +17,10 @@ exception object (so the class eager raises) gets a section
         y = x[idx]
             ~^^^^^
 
-appended to its message (to `args[0]` when the message is that string, else as a PEP 678
-note), once: an outer runner re-raising it keeps the innermost location. If it is user
-code (a function called at a graph break and run eagerly), the traceback already ends at
-the user's line and nothing is added.
+appended to its message (to `args[0]` of a builtin exception whose message is that
+string, else as a PEP 678 note), once: an outer runner re-raising it keeps the innermost
+location. If it is user code (a function called at a graph break and run eagerly), the
+traceback already ends at the user's line and nothing is added.
 """
 
 from __future__ import annotations
@@ -64,11 +64,20 @@ def add_user_location(err: BaseException) -> None:
     if location is None:
         return
     section = _HEADER + format_location(location)
-    if len(err.args) == 1 and isinstance(err.args[0], str) and \
-            type(err).__str__ is BaseException.__str__:
+    if _message_is_args0(err):
         err.args = (err.args[0] + section,)
     else:
         err.add_note(section.lstrip("\n"))
+
+
+def _message_is_args0(err: BaseException) -> bool:
+    """Whether the message can be extended in `args[0]`: a builtin exception whose `str()` is
+    its one string argument (not KeyError's repr, not StopIteration's value, not a user's
+    exception class, whose args the user's code may read)."""
+    kind = type(err)
+    return kind.__module__ == "builtins" and kind.__str__ is BaseException.__str__ and \
+        not issubclass(kind, (StopIteration, StopAsyncIteration)) and \
+        len(err.args) == 1 and isinstance(err.args[0], str)
 
 
 def innermost_location(tb: types.TracebackType | None) -> SourceLocation | None:

@@ -6,12 +6,16 @@ user's frame, unchained to any tracer exception, with no "internal error" warnin
 the next good call still compiles.
 """
 
+import operator
 import warnings
 
 import numpy as np
 import pytest
 
 import jitgrad as jg
+from jitgrad.trace.graph import Graph, SourceLocation
+from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.user_lines import add_user_location
 
 
 class Config:
@@ -237,15 +241,50 @@ def test_error_in_user_code_called_at_a_break_keeps_eagers_message():
     assert (str(last.path), last.lineno + 1) == (__file__, check.__code__.co_firstlineno + 1)
 
 
-def test_an_error_keeps_its_class_when_its_message_is_not_args0():
-    def f(x, table):
-        y = x * 2
-        print("break")
-        return y + table["missing"]
+def graph_raising(target, *args):
+    """A GraphModule calling `target(x, *args)` at a made-up user line 12 of train.py."""
+    graph = Graph()
+    x = graph.placeholder("x")
+    node = graph.call_function(target, (x, *args))
+    node.meta["source"] = SourceLocation("/project/train.py", 12, 8, 14, "    y = x[idx]",
+                                         "step")
+    graph.output((node,))
+    return GraphModule(graph)
 
-    with pytest.raises(KeyError) as excinfo:
-        jg.compile(f)(t(3), {})
-    assert excinfo.value.args == ("missing",)
+
+FROM_TRAIN_PY = ('from user code:\n  File "/project/train.py", line 12, in step\n'
+                 "    y = x[idx]\n        ^^^^^^")
+
+
+class StepError(Exception):
+    pass
+
+
+def raise_step_error(x, code):
+    raise StepError(code)
+
+
+@pytest.mark.parametrize("target, arg, kind, args", [
+    (operator.getitem, 5, IndexError, None),
+    (operator.getitem, "missing", KeyError, ("missing",)),
+    (raise_step_error, "code-7", StepError, ("code-7",)),
+], ids=["IndexError", "KeyError", "users_class"])
+def test_an_error_from_a_graph_line_gets_the_users_line_once(target, arg, kind, args):
+    gm = graph_raising(target, arg)
+    with pytest.raises(kind) as excinfo:
+        gm([1, 2] if kind is IndexError else {})
+    err = excinfo.value
+    if kind is StepError:  # raised in user code: its traceback already ends there
+        add_user_location(err)
+        assert err.args == args and not hasattr(err, "__notes__")
+        return
+    add_user_location(err)
+    add_user_location(err)  # an outer runner re-raising it adds nothing
+    if args is None:  # the builtin's message is args[0]: extended there
+        assert str(err) == "list index out of range\n\n" + FROM_TRAIN_PY
+        assert not hasattr(err, "__notes__")
+    else:  # KeyError's str() is a repr: its args stay, the location is a note
+        assert err.args == args and err.__notes__ == [FROM_TRAIN_PY]
 
 
 def check_rows(x):
