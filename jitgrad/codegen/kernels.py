@@ -96,7 +96,12 @@ def _element_body(group: FusionGroup) -> list[str]:
 
 def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[str]:
     """One statement per node, `{prefix}{k} = np.<dtype>(<lowered expression>)`, reading
-    the kernel locals in `names` (updated with each node's local)."""
+    the kernel locals in `names` (updated with each node's local).
+
+    No node names: the body is hashed into the kernel's file name, so groups computing the
+    same thing from different nodes share one file and one numba compile (DESIGN.md,
+    Codegen); the header lists the nodes, in the order of their locals.
+    """
     lines = []
     for k, node in enumerate(nodes):
         expression = lower_node(node, names)
@@ -104,7 +109,7 @@ def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> l
         dtype = node.meta["val"].dtype.np
         names[node] = f"{prefix}{k}"
         cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
-        lines.append(f"{prefix}{k} = {cast}  # %{node.name}")
+        lines.append(f"{prefix}{k} = {cast}")
     return lines
 
 
