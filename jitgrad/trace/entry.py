@@ -18,6 +18,10 @@ Where tracing meets code it cannot capture, the entry breaks the graph there and
 continues in a resume function (jitgrad/trace/breaks.py, Note [Graph break protocol]);
 frames whose break cannot be resumed run eagerly, with the reason recorded once as the
 frame outcome; `fullgraph=True` raises `CompileError` instead, before any user code ran.
+A trace that fails on the user's own mistake is decided by running the frame eagerly,
+which raises the user's exception at the user's line (Note [User errors]); an exception
+raised by a runner or the graphs it calls names the user's line (Note [Errors at the
+user's line] in user_lines.py).
 """
 
 from __future__ import annotations
