@@ -86,7 +86,7 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
 
     def run(*args: Any, **kwargs: Any) -> report.ExplainOutput:
         entry.forget(compiled)
-        output = report.ExplainOutput()
+        output = report.ExplainOutput(disabled=config.DISABLE)
         active = report.recorders()
         active.append(output)
         try:
@@ -99,8 +99,10 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
 
 
 def show(fn: Callable[..., Any]) -> str:
-    """The readable source of what `fn` compiled to: per cache entry its guards, graph and
-    generated runner, then every resume function the same way. Call `fn` first.
+    """The readable source of what `fn` compiled to: per cache entry its guards, graph,
+    generated runner and the backend's code (numba: fusion groups, kernel sources and the
+    wrapper, for the forward and the backward graph when training), then every resume
+    function the same way. Call `fn` first.
 
     Raises TypeError when `fn` is not a `jitgrad.compile`d function.
     """

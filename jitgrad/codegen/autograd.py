@@ -49,6 +49,7 @@ from jitgrad.eager.views import rebuild_view
 from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.user_lines import add_user_location
 
 ERR_CREATE_GRAPH = (
     "create_graph=True reached a compiled region (CompiledFunctionBackward): its backward "
@@ -418,7 +419,9 @@ class CompiledFunctionBackward(Node):
     next_edges: one per input of the captured graph (None where it needs no gradient);
     apply runs the region's compiled backward graph on the saved values and the output
     gradients (zeros for outputs that got none); an input reached only from outputs that
-    got none gets None, as in eager (`JointGraphs.reach`).
+    got none gets None, as in eager (`JointGraphs.reach`). An error raised in it names the
+    user's line of the forward op (Note [Errors at the user's line] in
+    jitgrad/trace/user_lines.py).
     Raises RuntimeError: on `create_graph=True` (ERR_CREATE_GRAPH), after the saved
     values were freed (ERR_FREED), or when a saved input was modified in place.
     """
@@ -449,7 +452,11 @@ class CompiledFunctionBackward(Node):
                 continue
             array = np.zeros(*meta) if grad is None else grad
             tangents.append(Tensor._make(array))
-        grads = self.region.backward(*values, *tangents)
+        try:
+            grads = self.region.backward(*values, *tangents)
+        except Exception as err:  # at the forward line whose backward raised
+            add_user_location(err)
+            raise
         return tuple(None if g is None or all(grad_outputs[j] is None for j in reach) else
                      g._data for g, reach in zip(grads, self.region.joint.reach, strict=True))
 
@@ -484,6 +491,17 @@ class CompiledRegion:
         self.forward = forward
         self.backward = backward
         self.fusion_groups = fusion_groups
+
+    def show(self) -> str:
+        """The forward and backward graphs, each with its compiled code (`jitgrad.show`)."""
+        parts = []
+        for label, graph, compiled in (("forward", self.joint.forward, self.forward),
+                                       ("backward", self.joint.backward, self.backward)):
+            parts.append(f"# {label} graph:\n{graph}")
+            show = getattr(compiled, "show", None)
+            if show is not None:
+                parts.append(show())
+        return "\n".join(parts)
 
     def __call__(self, *inputs: Any) -> tuple:
         joint = self.joint

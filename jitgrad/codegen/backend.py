@@ -55,6 +55,20 @@ class CompiledGraph:
         self._graph = graph
         self._attrs = attrs
 
+    def show(self) -> str:
+        """Its fusion groups, each kernel's source (once per kernel file) and the wrapper's
+        code: what `jitgrad.show` prints after an entry's runner."""
+        parts = ["# fusion groups:", *(str(g) for g in self.fusion_groups or ["(none)"])]
+        shown = set()
+        for kernel in self.kernels:
+            if kernel.path in shown:
+                parts.append(f"# kernel {kernel.name}: {kernel.path.name}, shown above")
+                continue
+            shown.add(kernel.path)
+            parts.append(f"# kernel {kernel.name} ({kernel.path.name}):\n{kernel.source}")
+        parts.append(f"# wrapper:\n{self.wrapper.code}")
+        return "\n".join(parts)
+
     def __call__(self, *inputs: Any) -> tuple:
         try:
             return self.forward(*inputs)

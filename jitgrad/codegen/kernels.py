@@ -96,7 +96,12 @@ def _element_body(group: FusionGroup) -> list[str]:
 
 def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[str]:
     """One statement per node, `{prefix}{k} = np.<dtype>(<lowered expression>)`, reading
-    the kernel locals in `names` (updated with each node's local)."""
+    the kernel locals in `names` (updated with each node's local).
+
+    No node names: the body is hashed into the kernel's file name, so groups computing the
+    same thing from different nodes share one file and one numba compile (DESIGN.md,
+    Codegen); the header lists the nodes, in the order of their locals.
+    """
     lines = []
     for k, node in enumerate(nodes):
         expression = lower_node(node, names)
@@ -104,7 +109,7 @@ def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> l
         dtype = node.meta["val"].dtype.np
         names[node] = f"{prefix}{k}"
         cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
-        lines.append(f"{prefix}{k} = {cast}  # %{node.name}")
+        lines.append(f"{prefix}{k} = {cast}")
     return lines
 
 
@@ -144,6 +149,21 @@ def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
     return lines
 
 
+_LOGGED: set[Path] = set()  # kernel files whose source output_code has shown
+
+
+def log_kernel(name: str, path: Path, source: str) -> None:
+    """Show a kernel's source on `output_code` the first time its file is used in this
+    process; later groups compiled to the same file get one line naming it."""
+    if not _LOG.isEnabledFor(logging.INFO):
+        return
+    if path in _LOGGED:
+        _LOG.info("%s: the kernel in %s (its source is shown above)", name, path.name)
+        return
+    _LOGGED.add(path)
+    _LOG.info("%s (%s)\n%s", name, path, source)
+
+
 class Kernel:
     """A compiled fusion group: call it with one value per group input (Tensors or numbers).
 
@@ -169,8 +189,7 @@ class Kernel:
         header, body = lower_group(group)
         self.source = header + body
         self.path = cache.write_kernel(header, body, directory)
-        if _LOG.isEnabledFor(logging.INFO):
-            _LOG.info("%s (%s)\n%s", self.name, self.path, self.source)
+        log_kernel(self.name, self.path, self.source)
         module = cache.load_kernel_module(self.path)
         self._serial = module.kernel
         self._parallel = module.kernel_parallel

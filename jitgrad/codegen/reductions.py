@@ -53,7 +53,6 @@ twin of either variant shares them out.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from dataclasses import dataclass
@@ -62,7 +61,6 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad import config
 from jitgrad.codegen import cache
 from jitgrad.codegen.fusion import FusionGroup, ReductionSpec, describe_node
 from jitgrad.codegen.kernels import (
@@ -70,12 +68,11 @@ from jitgrad.codegen.kernels import (
     PARALLEL_THRESHOLD,
     coalesce,
     flat_view,
+    log_kernel,
     node_statements,
 )
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Node
-
-_LOG = config.logger("output_code")
 
 _PRELUDE = '''\
 import math
@@ -719,8 +716,7 @@ class ReductionKernel:
         header, body = lower_reduction_group(group)
         self.source = header + body
         self.path = cache.write_kernel(header, body, directory)
-        if _LOG.isEnabledFor(logging.INFO):
-            _LOG.info("%s (%s)\n%s", self.name, self.path, self.source)
+        log_kernel(self.name, self.path, self.source)
         module = cache.load_kernel_module(self.path)
         self._kernels = {(False, False): module.kernel, (False, True): module.kernel_parallel}
         if hasattr(module, "kernel_columns"):

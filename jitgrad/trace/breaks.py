@@ -32,7 +32,7 @@ from jitgrad.trace import analysis
 from jitgrad.trace.bytecode import binary_op_symbol
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.instructions import decode
-from jitgrad.trace.resume import build_resume_code
+from jitgrad.trace.resume import build_resume_code, user_function_name
 from jitgrad.trace.translator import Translator
 from jitgrad.trace.variables import (
     DictVar,
@@ -71,19 +71,28 @@ class BreakPlan:
 def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     """Check that the failing root instruction can be resumed; raise `Unsupported` if not.
 
-    The message of a refusal says why, for the frame outcome.
+    The message of a refusal says why (every reason that applies), for the frame outcome.
     """
     instruction = getattr(err, "root_instruction", None)
     if instruction is None or err.kind == "USER_ERROR":  # the eager run shows user errors
         raise err
     code = fn.__code__
-    if code.co_cellvars:
-        raise _frame_only(err, "the function creates closures over its own variables")
     instrs = decode(code)
     at = next(i for i in instrs if i.offset == instruction.offset)
-    if analysis.is_in_loop(instrs, at):
-        raise _frame_only(err, "the break is inside a loop")
     blocks = analysis.exn_blocks(instrs, at)
+    if err.kind == "RAISE" and instruction.opname == "RAISE_VARARGS" and \
+            all(b.kind == "with" for b in blocks):
+        # no handler in this frame: the call raises, so the eager run raises it at the
+        # user's line (Note [User errors] in entry.py), and the next call traces again
+        raised = Unsupported("USER_ERROR", "the function raises an exception on these "
+                             "arguments")
+        raised.location = getattr(err, "location", None)
+        raise raised
+    refusals = [why for refused, why in (
+        (bool(code.co_cellvars), "the function creates closures over its own variables"),
+        (analysis.is_in_loop(instrs, at), "the break is inside a loop")) if refused]
+    if refusals:  # every reason, so fixing one does not reveal the next
+        raise _frame_only(err, "; ".join(refusals))
     if any(block.kind != "with" for block in blocks):
         return _checkpoint_before(instrs, at, err)
     following = instrs[instrs.index(at) + 1].offset
@@ -254,10 +263,7 @@ def resume_function(fn: types.FunctionType, offset: int, n_stack: int, names: li
     re-entering `with_blocks` ((factory, args) per active grad-mode block) first; the
     stack values at `null_slots` are NULLs of pending calls (not arguments)."""
     line = _line_of(fn, offset)
-    base = fn.__code__.co_name
-    if base.startswith("resume_in_"):  # a resume function split again keeps the user's name
-        base = base[len("resume_in_"):].rsplit("_at_", 1)[0]
-    name = f"resume_in_{base}_at_{line}"
+    name = f"resume_in_{user_function_name(fn.__code__.co_name)}_at_{line}"
     code = build_resume_code(fn.__code__, offset, n_stack, names, with_blocks,
                              null_slots=null_slots, name=name)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))

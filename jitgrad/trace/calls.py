@@ -350,11 +350,15 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
         return call_object(tx, fn, args, kwargs)
     if isinstance(fn, ConstVar) and callable(fn.value):  # e.g. a class in co_consts
         return call_object(tx, ObjectVar(fn.value, source=fn.source), args, kwargs)
+    if isinstance(fn, ConstVar):  # `f(x)` with f an int or None: eager's TypeError
+        raise Unsupported("USER_ERROR", f"'{type(fn.value).__name__}' object is not callable")
     raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
 
 
 def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     value = fn.value
+    if not callable(value):
+        raise Unsupported("USER_ERROR", f"'{type(value).__name__}' object is not callable")
     if value in _GRAD_MODE_MANAGERS and not args and not kwargs:
         return GradModeVar(_GRAD_MODE_MANAGERS[value])
     if value is grad_mode.set_grad_enabled and len(args) == 1 and not kwargs:
@@ -365,7 +369,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
         return GradModeVar(not (constant(tx, args[0]) if args else True))
     if disabled.is_disabled(value):
         raise Unsupported("DISABLED_CALLEE", f"{_name(value)} is marked jitgrad.disable",
-                          "it runs eagerly by design")
+                          "call it outside the compiled function, or remove "
+                          "jitgrad.disable to compile it")
     if value is disabled.graph_break:
         raise Unsupported("EXPLICIT_BREAK", "jitgrad.graph_break() was called")
     if disabled.is_allowed_in_graph(value):
@@ -380,6 +385,10 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
         # math.sqrt(d), np.sqrt(d) on trace-time constants fold to a constant
         return wrap_result(tx, value(*[constant(tx, a) for a in args],
                                      **{k: constant(tx, v) for k, v in kwargs.items()}))
+    if isinstance(value, type) and issubclass(value, BaseException):
+        # `raise ValueError(f"... {x.shape}")`: made from constants (Note [User errors])
+        return tx.ctx.wrap_value(value(*[constant(tx, a) for a in args],
+                                       **{k: constant(tx, v) for k, v in kwargs.items()}), None)
     builtin = BUILTINS.get(value) if _hashable(value) else None
     if builtin is not None:
         return builtin(tx, args, kwargs)
@@ -450,20 +459,19 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
         raise
     except ValueError as err:
         if "read-only" not in str(err):
-            raise Unsupported("USER_ERROR", f"{_name(fn)} raised ValueError: {err}",
-                              "the eager run shows the error at your line") from err
+            raise Unsupported("USER_ERROR", f"{_name(fn)} raised ValueError: {err}") from err
         # an in-place op writing into a traced tensor (fakes hold read-only data)
         raise Unsupported("INPLACE_ON_TENSOR", f"in-place {_name(fn)} on a traced tensor",
-                          "it runs on the real tensor between graphs") from err
+                          "use the op's out-of-place form (`x = x + y` for `x += y`)") from err
     except Exception as err:  # the user's own error (shapes, dtypes): rerun eagerly shows it
-        raise Unsupported("USER_ERROR", f"{_name(fn)} raised {type(err).__name__}: {err}",
-                          "the eager run shows the error at your line") from err
+        raise Unsupported("USER_ERROR",
+                          f"{_name(fn)} raised {type(err).__name__}: {err}") from err
     if default_generator.np.bit_generator.state != state:
         # the draw is undone: the eager run at the break makes it, in eager's order
         default_generator.np.bit_generator.state = state
         raise Unsupported("RANDOM_OP", f"{_name(fn)} draws random numbers",
-                          "random ops other than dropout are not captured in graphs yet; "
-                          "they run eagerly")
+                          "draw the random tensor outside the compiled function and pass "
+                          "it in (dropout is captured)")
     return wrap_result(tx, result) if wrap else result
 
 
@@ -590,8 +598,8 @@ def _builtin_hasattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 
 
 def _builtin_print(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    raise Unsupported("UNSUPPORTED_CALL", "call to print()", "printing is a side effect the "
-                      "graph cannot hold; it runs eagerly")
+    raise Unsupported("UNSUPPORTED_CALL", "call to print()", "print outside the compiled "
+                      "function (return what you want to print)")
 
 
 def _constant_builtin(fn: Any) -> Any:

@@ -18,6 +18,10 @@ Where tracing meets code it cannot capture, the entry breaks the graph there and
 continues in a resume function (jitgrad/trace/breaks.py, Note [Graph break protocol]);
 frames whose break cannot be resumed run eagerly, with the reason recorded once as the
 frame outcome; `fullgraph=True` raises `CompileError` instead, before any user code ran.
+A trace that fails on the user's own mistake is decided by running the frame eagerly,
+which raises the user's exception at the user's line (Note [User errors]); an exception
+raised by a runner or the graphs it calls names the user's line (Note [Errors at the
+user's line] in user_lines.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
+import itertools
 import os
 import sys
 import time
@@ -37,10 +42,11 @@ from typing import Any
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import breaks, report, side_effects
+from jitgrad.trace import breaks, report, side_effects, user_lines
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
+from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import changed_numbers, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
@@ -67,12 +73,13 @@ class CacheEntry:
     """One compiled version of a frame: its guard function, runner and what it holds."""
 
     def __init__(self, guard: Callable[..., bool], run: Callable[..., Any], result: TraceResult,
-                 graph_module: GraphModule, guard_source: str) -> None:
+                 graph_module: GraphModule, guard_source: str, compiled: Any) -> None:
         self.guard = guard
         self.run = run
         self.guards = result.guards
         self.graph_module = graph_module
         self.guard_source = guard_source
+        self.compiled = compiled  # what the backend returned (its `show()`, if any)
         self.hits = 0
 
 
@@ -217,7 +224,7 @@ class CompiledFunction:
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
                 entry.hits += 1
-                return entry.run(*args, **kwargs)
+                return _run_entry(entry, args, kwargs)
         if cache.eager_reason is not None:
             return self._function(*args, **kwargs)
         return self._compile_and_run(cache, args, kwargs)
@@ -230,39 +237,58 @@ class CompiledFunction:
         try:
             entry = self._compile(args, kwargs)
         except Unsupported as err:
-            reason = _break_reason(err)
-            if self._fullgraph:
-                raise CompileError(str(reason)) from None
-            user_error = err.kind == "USER_ERROR"
-        except Exception as err:  # a bug in the compiler or the backend: never the user's loss
+            failure = err
+            if self._fullgraph and err.kind not in _DECIDED_BY_EAGER:
+                raise CompileError(str(_break_reason(err))) from None
+        except Exception as err:  # a bug in the backend: never the user's loss
             if self._fullgraph:
                 raise CompileError(f"jitgrad internal error while compiling "
                                    f"{self._qualname()}: {type(err).__name__}: {err}") from err
-            message = f"internal error {type(err).__name__}: {err}"
-            report.record_outcome(report.FrameOutcome(self._qualname(), "eager", message))
-            cache.eager_reason = message
-            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
-                       "(please report it with JITGRAD_LOGS=all output)")
-            return self._function(*args, **kwargs)
+            return self._stay_eager(cache, f"internal error {type(err).__name__}: {err}",
+                                    lambda: self._function(*args, **kwargs))
         else:
             cache.entries.insert(0, entry)
             cache.compiles += 1
             _TOTAL["compiles"] += 1
             report.record_outcome(report.FrameOutcome(self._qualname(), "compiled"))
-            return entry.run(*args, **kwargs)
-        # the frame runs eagerly; outside the handler, so a user's error raised by the eager
-        # run below does not come chained to the tracer's exception
-        report.record_outcome(report.FrameOutcome(self._qualname(), "eager", reason.message))
-        if not user_error:
-            cache.eager_reason = reason.message
-            _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-            return self._function(*args, **kwargs)
+            return _run_entry(entry, args, kwargs)
+        # outside the handler, so a user's error raised by the eager run below does not come
+        # chained to the tracer's exception
+        return self._run_eagerly(cache, failure, args, kwargs)
+
+    def _run_eagerly(self, cache: CodeCache, failure: Unsupported, args: tuple,
+                     kwargs: dict[str, Any]) -> Any:
+        """Run the frame eagerly after tracing failed with `failure`.
+
+        A user error, or the tracer failing on the user's values (TRACER_ERROR), is decided
+        by the eager run (Note [User errors]): when it raises, the error is the user's and
+        propagates at the user's line, and the next call traces again; when it returns,
+        the failure was the tracer's, and the frame stays eager (under fullgraph=True:
+        CompileError). Other failures are unresumable graph breaks: eager from now on.
+        """
+        if failure.kind not in _DECIDED_BY_EAGER:
+            return self._stay_eager(cache, failure, lambda: self._function(*args, **kwargs))
         result = self._function(*args, **kwargs)  # raises the user's error if it is theirs
-        # eager ran it: the error was the tracer's (e.g. a builtin it cannot apply to a traced
-        # value), so the frame stays eager rather than being traced every call
-        cache.eager_reason = reason.message
-        _warn_once(f"jitgrad.compile: {self._qualname()} runs eagerly:\n{reason}")
-        return result
+        if self._fullgraph:
+            raise CompileError(f"{_break_reason(failure)}\n(the function ran eagerly without "
+                               "this error, so it is jitgrad's: please report it)")
+        return self._stay_eager(cache, failure, lambda: result)
+
+    def _stay_eager(self, cache: CodeCache, failure: Unsupported | str,
+                    run: Callable[[], Any]) -> Any:
+        """Record why the frame runs eagerly from now on (a break that cannot be resumed, or
+        an internal error, which asks for a report), warn once, and return `run()`."""
+        if isinstance(failure, str) or failure.kind == "TRACER_ERROR":
+            message = failure if isinstance(failure, str) else failure.message
+            warning = (f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
+                       "(please report it with JITGRAD_LOGS=all output)")
+        else:
+            message = failure.message
+            warning = f"jitgrad.compile: {self._qualname()} runs eagerly:\n{_break_reason(failure)}"
+        report.record_outcome(report.FrameOutcome(self._qualname(), "eager", message))
+        cache.eager_reason = message
+        _warn_once(warning)
+        return run()
 
     def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
         failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
@@ -290,13 +316,12 @@ class CompiledFunction:
         fn = self._function
         dynamic = cache_for(fn, self._backend).dynamic_numbers
         try:
-            result, plan = trace_function(fn, args, kwargs, dynamic_numbers=dynamic), None
+            result, plan = _trace(fn, args, kwargs, dynamic_numbers=dynamic), None
         except Unsupported as err:
             if self._fullgraph:
                 raise
             plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
-            result = trace_function(fn, args, kwargs, stop_at=plan.offset,
-                                    dynamic_numbers=dynamic)
+            result = _trace(fn, args, kwargs, stop_at=plan.offset, dynamic_numbers=dynamic)
             break_reason = _break_reason(err)
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
@@ -320,13 +345,12 @@ class CompiledFunction:
         done = time.perf_counter()
         if plan is not None:
             report.record_break(break_reason)
-        report.record_graph(graph)
-        report.record_fusion_groups([str(g) for g in getattr(compiled, "fusion_groups", ())])
+        report.record_graph(graph, [str(g) for g in getattr(compiled, "fusion_groups", ())])
         report.record_guards(guard_source)
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)
         report.record_time("guards", done - backend_done)
-        return CacheEntry(guard, run, result, graph_module, guard_source)
+        return CacheEntry(guard, run, result, graph_module, guard_source, compiled)
 
     def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
                       compiled: Callable[..., Any]) -> Callable[..., Any]:
@@ -345,20 +369,26 @@ class CompiledFunction:
         replay = [f"{write_back}({input_names[m.source]}, "
                   f"__out[{outputs.index(m.fake.output_node())}], {m.writes})"
                   for m in result.mutations]
+        # a write-back raises what the in-place op raises in eager (e.g. into a leaf that
+        # requires grad): at that op's line (Note [Errors at the user's line])
+        locations = [m.fake.output_node().meta.get("source") for m in result.mutations]
         replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
+        locations += [None] * (len(replay) - len(locations))
         if plan is None:
             body = replay + [f"return {expr(result.output)}"]
+            locations.append(None)
         else:
             if plan.opname == "CHECKPOINT" and not any(
                     n.op == "call_function" for n in graph.nodes):
                 refused = Unsupported("BREAK_IN_TRY", "nothing to capture before a try block "
-                                      "whose body cannot be traced", "the frame runs eagerly")
+                                      "whose body cannot be traced")
                 refused.location = result.stopped_at.location()
                 raise refused
             body = replay + breaks.emit_break(
                 result.stopped_at, plan, expr, lambda *spec: _named_const(env, self._resume(*spec)),
                 lambda var: self._trampoline(var, env), env.const)
-        return build_runner(fn, inputs, body, compiled, env)
+            locations += [result.stopped_at.location()] * (len(body) - len(locations))
+        return build_runner(fn, inputs, body, compiled, env, locations)
 
     def _resume(self, offset: int, n_stack: int, names: list[str],
                 with_blocks: tuple = (), null_slots: tuple[int, ...] = ()) -> CompiledFunction:
@@ -376,10 +406,13 @@ class CompiledFunction:
         return self._resumes[key]
 
     def show(self) -> str:
-        """Readable source of every compiled entry: guards, graph, runner, and recursively
-        the resume functions it calls (what `jitgrad.show(fn)` prints)."""
+        """Readable source of every compiled entry: guards, graph, runner, the backend's
+        code (the numba backend: fusion groups, kernels, wrapper; forward and backward when
+        training), and recursively the resume functions it calls (`jitgrad.show(fn)`)."""
         cache = cache_for(self._function, self._backend)
         name = self._qualname()
+        if config.DISABLE:
+            return f"# {name}: no compiled entry ({report.DISABLED_MESSAGE})\n"
         if not cache.entries:
             reason = cache.eager_reason or "it has not been called yet"
             return f"# {name}: no compiled entry ({reason})\n"
@@ -389,6 +422,9 @@ class CompiledFunction:
                          f"# guards:\n{entry.guard_source}\n"
                          f"# graph:\n{entry.graph_module.graph}\n"
                          f"# runner:\n{entry.run.__jitgrad_source__}")
+            backend_code = getattr(entry.compiled, "show", None)  # kernels and wrapper
+            if backend_code is not None:
+                parts.append(backend_code())
         for resume in self._resumes.values():
             parts.append(resume.show())
         return "\n".join(parts)
@@ -405,6 +441,15 @@ class CompiledFunction:
     def _qualname(self) -> str:
         code = self._function.__code__
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+def _run_entry(entry: CacheEntry, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """Call the entry's runner; an error raised in generated code names the user's line."""
+    try:
+        return entry.run(*args, **kwargs)
+    except Exception as err:
+        user_lines.add_user_location(err)
+        raise
 
 
 def _named_const(env: _RunnerEnv, compiled: CompiledFunction) -> str:
@@ -428,6 +473,30 @@ def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
         return forward, fn  # an nn.Module: compile its forward with self bound
     raise TypeError(f"jitgrad.compile expects a Python function, method or nn.Module, got "
                     f"{type(fn).__name__}")
+
+
+# Note [User errors]: a frame whose trace fails on the user's values (an op's shape or dtype
+# error on the traced tensors, `None * 2`, a missing attribute, a wrong number of arguments)
+# is run eagerly with the same arguments, and the eager run decides: if it raises, the
+# exception is the user's own, raised from the user's frame as eager raises it (same class,
+# same message, no tracer frames), under fullgraph=True too; if it returns, the tracer was
+# wrong. The tracer's own bugs while tracing (TRACER_ERROR) are decided the same way, so a
+# user's mistake is never reported as an internal error; so is a `raise` statement reached
+# while tracing (RAISE) that is not resumed as a graph break: under fullgraph=True, or where
+# the frame cannot be resumed (inside a try block, a loop).
+_DECIDED_BY_EAGER = ("USER_ERROR", "TRACER_ERROR", "RAISE")
+
+
+def _trace(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
+           **options: Any) -> TraceResult:
+    """`trace_function`, with an exception other than Unsupported as a TRACER_ERROR."""
+    try:
+        return trace_function(fn, args, kwargs, **options)
+    except Unsupported:
+        raise
+    except Exception as err:
+        raise Unsupported("TRACER_ERROR", f"internal error {type(err).__name__}: {err}") \
+            from err
 
 
 def _break_reason(err: Unsupported) -> report.BreakReason:
@@ -456,6 +525,7 @@ def _user_stacklevel() -> int:
     return level
 
 
+_RUNNER_IDS = itertools.count()
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -618,13 +688,15 @@ def _input_names(inputs: list[str]) -> list[str]:
 
 
 def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
-                 compiled: Callable[..., Any], env: _RunnerEnv) -> Callable[..., Any]:
+                 compiled: Callable[..., Any], env: _RunnerEnv,
+                 locations: list[SourceLocation | None]) -> Callable[..., Any]:
     """Generate the entry's runner with `fn`'s signature (see the module docstring).
 
     inputs: the expression of each graph input (bound to `__i<k>` first, so statements
     after the graph refer to the same objects); body: the statements after the graph call
     (write-backs and replayed side effects, then `return <rebuilt output>`, or the break's
-    native instruction and resume call).
+    native instruction and resume call); locations: the user's line of each body
+    statement, or None (Note [Errors at the user's line]).
     """
     env.namespace["__graph"] = compiled
     names = _input_names(inputs)
@@ -633,11 +705,13 @@ def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
     lines += [f"    {input_name} = {value}" for input_name, value in zip(names, inputs, strict=True)
               if input_name != value]
     lines.append(f"    __out = __graph({', '.join(names)})")
+    line_locations = [None] * len(lines) + locations
     lines += [f"    {line}" for line in body]
     source = "\n".join(lines) + "\n"
-    code = compile(source, f"<jitgrad runner {fn.__code__.co_qualname}>", "exec")
-    exec(code, env.namespace)  # noqa: S102 - generated from our own templates
+    filename = f"<jitgrad runner {fn.__code__.co_qualname} {next(_RUNNER_IDS)}>"
+    exec(compile(source, filename, "exec"), env.namespace)  # noqa: S102 - our own templates
     runner = env.namespace[name]
+    user_lines.register(filename, line_locations, runner)
     runner.__defaults__ = fn.__defaults__
     runner.__kwdefaults__ = fn.__kwdefaults__
     runner.__jitgrad_source__ = source

@@ -264,7 +264,7 @@ class FakeTensor(Tensor):
 
     def detach_(self) -> FakeTensor:
         raise Unsupported("AUTOGRAD_CALL", "Tensor.detach_() on a traced tensor",
-                          "it runs between graphs, on the real tensors")
+                          "call it outside the compiled function")
 
     def copy_(self, src: Any, non_blocking: bool = False) -> FakeTensor:
         """Eager's copy op (a new array; the old value gets a zero gradient, as eager's
@@ -294,7 +294,8 @@ class FakeTensor(Tensor):
         if basic is not None and advanced is not None:
             raise Unsupported("UNSUPPORTED_INDEX", "`x[i] = v` on a traced tensor with an "
                               "index mixing slices and index tensors",
-                              "it runs eagerly; index in two steps to keep it in the graph")
+                              "index in two steps (slices, then index tensors) to keep it in "
+                              "the graph")
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
             value = value.to(self.dtype)
         written = put(INDEX_PUT, self, basic if advanced is None else advanced, value, False)
@@ -326,15 +327,15 @@ class FakeTensor(Tensor):
 
     def backward(self, *args: Any, **kwargs: Any) -> None:
         raise Unsupported("AUTOGRAD_CALL", "Tensor.backward() inside a compiled function",
-                          "it runs between graphs, on the real tensors")
+                          "call it outside the compiled function")
 
     def register_hook(self, hook: Any) -> Any:
         raise Unsupported("AUTOGRAD_CALL", "Tensor.register_hook() on a traced tensor",
-                          "it runs between graphs, on the real tensors")
+                          "call it outside the compiled function")
 
     def retain_grad(self) -> None:
         raise Unsupported("AUTOGRAD_CALL", "Tensor.retain_grad() on a traced tensor",
-                          "it runs between graphs, on the real tensors")
+                          "call it outside the compiled function")
 
     def __repr__(self) -> str:
         return f"FakeTensor({list(self.shape)}, {self.dtype}, node=%{self.node.name})"
@@ -367,7 +368,7 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
         reason = "an alias (.data/.detach()) of a view"
     if reason is not None:
         raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is "
-                          f"{reason}", "it runs eagerly, where the view's rules apply")
+                          f"{reason}", "use out-of-place ops to keep it in the graph")
     owner = view.base if view is not None else target
     storage = owner.storage
     if storage.outside:
@@ -380,11 +381,11 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
                           value._requires_grad):
         raise Unsupported("INPLACE_NEEDS_AUTOGRAD", f"in-place {what} on an input of the "
                           "compiled function with grad mode on and a tensor requiring grad",
-                          "it runs eagerly (autograd rebases history there, or raises for a "
-                          "leaf); do optimizer-style updates under jitgrad.no_grad()")
+                          "do optimizer-style updates under jitgrad.no_grad()")
     if storage.input[1]._view is not None:
         raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on an input that is a view of "
-                          "another tensor", "it runs eagerly, where the base sees the write")
+                          "another tensor", "write into its base, or pass a "
+                          "clone")
 
 
 def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = True) -> FakeTensor:
@@ -502,7 +503,7 @@ class OpRecorder:
         if _contains_fake_array(params):
             raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: its arguments were computed "
                               "from a traced tensor's values (e.g. a tensor index or mask)",
-                              "it runs eagerly between graphs")
+                              "compute it outside the compiled function")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
         metas = tuple(TensorMeta.of(a) if isinstance(a, np.ndarray) else a for a in arrays)
         out_meta = op.infer_meta(metas, params)
@@ -541,7 +542,7 @@ class OpRecorder:
             return x
         if not isinstance(x, FakeTensor) and isinstance(x._data, FakeArray):
             raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: an input was built from a "
-                              "traced tensor's values", "it runs eagerly between graphs")
+                              "traced tensor's values", "compute it outside the compiled function")
         if x._requires_grad and not isinstance(x, FakeTensor):
             raise Unsupported("UNSUPPORTED_TENSOR", f"{op.name}: a tensor that requires grad "
                               "was created or reached without a traceable source",

@@ -50,7 +50,8 @@ _DOTTED_NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
 class SourceLocation(NamedTuple):
-    """The user's code that produced a node: file, 1-based line, 0-based columns, line text.
+    """The user's code that produced a node: file, 1-based line, 0-based columns, line text
+    and the name of the function the line is in.
 
     col/end_col come from the instruction's `positions` (CPython 3.11 `dis`) and may be
     None. `str()` gives the short form printed in listings, `train.py:12`.
@@ -61,6 +62,7 @@ class SourceLocation(NamedTuple):
     col: int | None
     end_col: int | None
     text: str
+    function: str = ""
 
     def __str__(self) -> str:
         return f"{os.path.basename(self.filename)}:{self.lineno}"
@@ -504,10 +506,12 @@ def _align(rows: list[list[str]]) -> list[str]:
 
 
 class PythonCode(NamedTuple):
-    """The source of a graph's `forward` function and the globals it reads."""
+    """The source of a graph's `forward` function, the globals it reads, and the node each
+    line computes (`line_nodes[lineno - 1]`; None for the `def` line)."""
 
     source: str
     globals: dict[str, Any]
+    line_nodes: tuple[Node | None, ...]
 
 
 def generate_python(graph: Graph) -> PythonCode:
@@ -516,7 +520,7 @@ def generate_python(graph: Graph) -> PythonCode:
     Raises: RuntimeError if the graph has no output node.
     """
     writer = _CodeWriter(graph)
-    return PythonCode(writer.source, writer.globals)
+    return PythonCode(writer.source, writer.globals, writer.line_nodes)
 
 
 class _CodeWriter:
@@ -536,8 +540,10 @@ class _CodeWriter:
         self._taken = set(RESERVED_NAMES) | {n.name for n in graph.nodes
                                              if n.users or n.op in ("placeholder", "get_attr")}
         params = ", ".join(n.name for n in graph.placeholders)
-        body = [self._statement(node, dead) for node, dead in _last_uses(graph)]
+        statements = _last_uses(graph)
+        body = [self._statement(node, dead) for node, dead in statements]
         body.append(f"return {_render(output.args, self._leaf)}")
+        self.line_nodes = (None, *(node for node, _ in statements), output)
         self.globals["ops"] = _OpNamespace(self.ops)
         self.source = f"def forward({params}):\n" + "".join(f"    {line}\n" for line in body)
 

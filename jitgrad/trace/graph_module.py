@@ -3,7 +3,8 @@
 The function is `graph.python_code()` compiled under a readable file name,
 `<jitgrad graph forward_3>`, whose source is registered in `linecache`, so a traceback
 through a graph shows the generated line (`relu = ops.relu(mm)  # train.py:13`), and that
-line names the user's file:line.
+line names the user's file:line; an error raised in it is re-raised with that line
+(Note [Errors at the user's line] in user_lines.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from jitgrad.trace import user_lines
 from jitgrad.trace.graph import Graph, generate_python
 
 _FORWARD_IDS = itertools.count()
@@ -40,7 +42,7 @@ class GraphModule:
     def recompile(self) -> None:
         """Regenerate `code` and `forward` from the graph (after a pass edited it)."""
         self.graph.lint()
-        source, namespace = generate_python(self.graph)
+        source, namespace, line_nodes = generate_python(self.graph)
         namespace["attrs"] = self.attrs
         name = f"forward_{next(_FORWARD_IDS)}"
         filename = f"<jitgrad graph {name}>"
@@ -53,6 +55,9 @@ class GraphModule:
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True),
                                      filename)
         weakref.finalize(forward, linecache.cache.pop, filename, None)
+        # See Note [Errors at the user's line]
+        user_lines.register(filename, [None if node is None else node.meta.get("source")
+                                       for node in line_nodes], forward)
         self.code = source
         self.forward = forward
 

@@ -55,6 +55,10 @@ class FrameOutcome:
         return f"{self.function}: {self.outcome}" + (f" ({self.reason})" if self.reason else "")
 
 
+DISABLED_MESSAGE = ("Compilation is disabled (JITGRAD_DISABLE=1): the function ran eagerly "
+                    "and nothing was captured")
+
+
 @dataclasses.dataclass
 class ExplainOutput:
     """What `jitgrad.explain(fn)(*args)` saw while running `fn` once for real.
@@ -63,7 +67,8 @@ class ExplainOutput:
     fusion groups as printable listings (the numba backend's kernels; empty for eager);
     graph_break_count: real breaks (a frame that ran wholly eagerly is a frame outcome, not
     a break); guards: generated guard source per compiled entry; ops_per_graph:
-    call_function nodes per graph; compile_times: seconds per phase (trace, backend, guards).
+    call_function nodes per graph; compile_times: seconds per phase (trace, backend, guards);
+    disabled: JITGRAD_DISABLE=1 was set, so the call ran eagerly and nothing was compiled.
     """
 
     graphs: list[Any] = dataclasses.field(default_factory=list)
@@ -74,6 +79,7 @@ class ExplainOutput:
     fusion_groups: list[list[str]] = dataclasses.field(default_factory=list)
     compile_times: dict[str, float] = dataclasses.field(default_factory=dict)
     result: Any = None
+    disabled: bool = False
 
     @property
     def graph_count(self) -> int:
@@ -88,6 +94,8 @@ class ExplainOutput:
         return [sum(1 for n in g.nodes if n.op == "call_function") for g in self.graphs]
 
     def __str__(self) -> str:
+        if self.disabled:
+            return DISABLED_MESSAGE
         lines = [f"Graph count: {self.graph_count}",
                  f"Graph break count: {self.graph_break_count}",
                  f"Op count: {sum(self.ops_per_graph)} ({', '.join(map(str, self.ops_per_graph))})"]
@@ -128,9 +136,14 @@ def recorders() -> list[ExplainOutput]:
     return _RECORDERS.active
 
 
-def record_graph(graph: Any) -> None:
+def record_graph(graph: Any, fusion_groups: list[str]) -> None:
+    """A compiled graph and the backend's fusion groups of it (empty for "eager"); a graph
+    without ops (a break before any tensor op) is not a graph to the user: not recorded."""
+    if not any(node.op == "call_function" for node in graph.nodes):
+        return
     for out in recorders():
         out.graphs.append(graph)
+        out.fusion_groups.append(fusion_groups)
     config.logger("graph_code").info("%s", graph)
 
 
@@ -141,15 +154,12 @@ def record_break(reason: BreakReason) -> None:
 
 
 def record_outcome(outcome: FrameOutcome) -> None:
+    """A frame's outcome, for explain(); the graph_breaks channel logs only frames that
+    run eagerly (code left out of the graphs), not every compiled frame."""
     for out in recorders():
         out.frame_outcomes.append(outcome)
-    config.logger("graph_breaks").info("frame outcome: %s", outcome)
-
-
-def record_fusion_groups(groups: list[str]) -> None:
-    """The backend's fusion groups of the graph just compiled (empty for "eager")."""
-    for out in recorders():
-        out.fusion_groups.append(groups)
+    if outcome.outcome != "compiled":
+        config.logger("graph_breaks").info("frame outcome: %s", outcome)
 
 
 def record_guards(source: str) -> None:

@@ -235,3 +235,11 @@ def _prologue(
     jump = create_jump("JUMP_FORWARD", start)
     jump.exn_entry = covering
     return [*out, jump]
+
+
+def user_function_name(co_name: str) -> str:
+    """The user's function name of a code object: `f` for `resume_in_f_at_12` (a resume
+    function split again keeps the user's name), else `co_name` itself."""
+    if co_name.startswith("resume_in_") and "_at_" in co_name:
+        return co_name[len("resume_in_"):].rsplit("_at_", 1)[0]
+    return co_name

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import sysconfig
 import types
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +51,7 @@ from jitgrad.trace.sources import (
     TypeSource,
 )
 from jitgrad.trace.translator import MAX_INLINE_DEPTH, Translator
+from jitgrad.trace.user_lines import JITGRAD_DIR, LIBRARY_DIRS
 from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
@@ -66,9 +65,6 @@ from jitgrad.trace.variables import (
     Var,
 )
 
-_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
-                                                           "platlib")})
-_JITGRAD_DIR = str(Path(__file__).resolve().parent.parent)
 _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linalg",
                        "jitgrad.optim.functional")
 # jitgrad code written to be traced like user code (Note [Compiled optimizer step] in
@@ -236,7 +232,7 @@ class TraceContext:
             return tensor
         if isinstance(tensor._data, FakeArray):
             raise Unsupported("DATA_DEPENDENT_OP", "a tensor was built from a traced tensor's "
-                              "values", "it runs eagerly between graphs")
+                              "values", "build it outside the compiled function and pass it in")
         fake = self._constants.get(id(tensor))
         if fake is None:
             if tensor._requires_grad:
@@ -485,7 +481,7 @@ def is_user_code(fn: Any) -> bool:
     if not isinstance(fn, types.FunctionType):
         return False
     filename = fn.__code__.co_filename
-    return not filename.startswith(_LIBRARY_DIRS) and not filename.startswith(_JITGRAD_DIR)
+    return not filename.startswith(LIBRARY_DIRS) and not filename.startswith(JITGRAD_DIR)
 
 
 def _map_values(values: list[Any], fn: Any) -> list[Any]:

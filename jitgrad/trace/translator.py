@@ -23,6 +23,7 @@ from jitgrad.trace import calls
 from jitgrad.trace.bytecode import binary_op_symbol
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import SourceLocation
+from jitgrad.trace.resume import user_function_name
 from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
@@ -117,7 +118,8 @@ class Translator:
         filename = self.code.co_filename
         text = linecache.getline(filename, positions.lineno).rstrip()
         return SourceLocation(filename, positions.lineno, positions.col_offset,
-                              positions.end_col_offset, text)
+                              positions.end_col_offset, text,
+                              user_function_name(self.code.co_name))
 
     def jump_to(self, offset: int) -> None:
         self.ip = self.index_of[offset]
@@ -134,6 +136,10 @@ class Translator:
         items = self.stack[-n:]
         del self.stack[-n:]
         return items
+
+    def RAISE_VARARGS(self, inst: dis.Instruction) -> None:
+        # the traced call raises: decided by the eager run (Note [User errors] in entry.py)
+        raise Unsupported("RAISE", "a `raise` statement was reached while tracing")
 
     # ----- loads and stores -------------------------------------------------------------
     def NOP(self, inst: dis.Instruction) -> None:

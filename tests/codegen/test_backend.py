@@ -6,6 +6,7 @@ functions may differ from numpy's by an ulp or two), integer and bool results ex
 """
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -223,3 +224,83 @@ def test_a_kernel_that_fails_to_compile_falls_back_to_eager_ops(monkeypatch):
         warnings.simplefilter("always")
         np.testing.assert_allclose(fn(x).numpy(), out.numpy())
     assert not caught  # eager ops from now on, warned once
+
+
+def _tanh_gather(x, idx):
+    y = (x * 2.0).tanh()
+    return y[idx].sum()
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_an_error_in_a_compiled_graph_names_the_users_line(requires_grad):
+    jg.reset()
+    x = jg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3),
+                  requires_grad=requires_grad)
+    compiled = jg.compile(_tanh_gather, backend="numba")
+    np.testing.assert_allclose(compiled(x, jg.tensor([3, 0])).detach().numpy(),
+                               _tanh_gather(x, jg.tensor([3, 0])).detach().numpy(), atol=1e-6)
+    with pytest.raises(IndexError) as excinfo:
+        compiled(x, jg.tensor([0, 9]))
+    line = _tanh_gather.__code__.co_firstlineno + 2
+    assert str(excinfo.value).endswith(
+        f'\n\nfrom user code:\n  File "{__file__}", line {line}, in _tanh_gather\n'
+        "    return y[idx].sum()\n           ^^^^^^")
+
+
+def _tanh_chain(a):
+    return (a * 2.0).tanh()
+
+
+def test_output_code_shows_each_kernel_source_once(caplog, monkeypatch):
+    from jitgrad.codegen import kernels
+
+    monkeypatch.setattr(kernels, "_LOGGED", set())
+    jg.reset()
+    compiled = jg.compile(_tanh_chain, backend="numba")
+    with caplog.at_level("INFO", logger="jitgrad.output_code"):
+        for rows in (2, 5):  # a new shape recompiles onto the same shape-generic kernel
+            a = jg.tensor(np.ones((rows, 3), dtype=np.float32))
+            np.testing.assert_allclose(compiled(a).numpy(), _tanh_chain(a).numpy(), rtol=1e-6)
+    messages = [r.getMessage() for r in caplog.records]
+    sources = [m for m in messages if "\n# jitgrad kernel" in m]
+    assert len(sources) == 1 and sources[0].startswith("fused_0 (")
+    path = Path(sources[0].split("(", 1)[1].split(")", 1)[0])
+    assert messages.count(f"fused_0: the kernel in {path.name} (its source is shown "
+                          "above)") == 1
+    assert sum(m.startswith("wrapper of 1 kernel(s)") for m in messages) == 2
+
+
+def _gelu_ish(x, w):
+    return ((x @ w) * 0.5).tanh().sum()
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_show_holds_guards_graphs_fusion_groups_kernels_and_wrappers(requires_grad):
+    jg.reset()
+    produced = []
+
+    def backend(gm, example_inputs):
+        produced.append(numba_backend(gm, example_inputs))
+        return produced[-1]
+
+    x = jg.tensor(np.ones((2, 3), dtype=np.float32), requires_grad=requires_grad)
+    w = jg.tensor(np.ones((3, 4), dtype=np.float32))
+    compiled = jg.compile(_gelu_ish, backend=backend)
+    np.testing.assert_allclose(compiled(x, w).detach().numpy(),
+                               _gelu_ish(x, w).detach().numpy(), rtol=1e-6)
+    text = jg.show(compiled)
+    region = produced[0]
+    graphs = [region.forward, region.backward] if requires_grad else [region]
+    assert isinstance(region, CompiledRegion) == requires_grad
+    assert "# guards:\n" in text and "# runner:\n" in text
+    for graph in graphs:
+        assert graph.kernels and graph.fusion_groups
+        for group in graph.fusion_groups:
+            assert f"{group}\n" in text
+        for kernel in graph.kernels:
+            assert f"# kernel {kernel.name} ({kernel.path.name}):\n{kernel.source}" in text or \
+                f"# kernel {kernel.name}: {kernel.path.name}, shown above" in text
+        assert f"# wrapper:\n{graph.wrapper.code}" in text
+    if requires_grad:
+        assert f"# forward graph:\n{region.joint.forward}\n" in text
+        assert f"# backward graph:\n{region.joint.backward}\n" in text

@@ -267,8 +267,16 @@ def test_disable_switch_and_disabled_functions(monkeypatch):
     from jitgrad import config
 
     monkeypatch.setattr(config, "DISABLE", True)
-    report = jg.explain(relu_affine)(x8())
-    assert report.graph_count == 0
+    compiled = jg.compile(relu_affine)
+    report = jg.explain(compiled)(x8())
+    assert report.graph_count == 0 and report.disabled
+    assert_same(report.result, relu_affine(x8()))
+    disabled = ("Compilation is disabled (JITGRAD_DISABLE=1): the function ran eagerly and "
+                "nothing was captured")
+    assert str(report) == disabled
+    line = relu_affine.__code__.co_firstlineno
+    assert jg.show(compiled) == f"# relu_affine (test_compile.py:{line}): no compiled entry " \
+        f"({disabled})\n"
 
 
 def test_recompile_limit_falls_back_to_eager_with_one_warning():
