@@ -76,7 +76,9 @@ def check_case(case, backend, requires_grad=False):
         assert isinstance(expected, Exception) == (ids is case.bad)
         if isinstance(expected, Exception):
             assert type(expected) is case.error
-            assert type(got) is type(expected) and str(got) == str(expected)
+            message, _, location = str(got).partition("\n\nfrom user code:\n")
+            assert type(got) is type(expected) and message == str(expected)
+            assert __file__ in location  # raised at the user's line of the lookup
         else:
             np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
 

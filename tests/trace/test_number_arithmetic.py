@@ -45,7 +45,10 @@ def item_program(x, t):
 def assert_same(expected, got):
     """Equal values of equal types (tensors: equal dtype and values), or equal errors."""
     if isinstance(expected, Exception):
-        assert type(got) is type(expected) and str(got) == str(expected), (expected, got)
+        # compiled code adds where it came from (Note [Errors at the user's line])
+        message, _, location = str(got).partition("\n\nfrom user code:\n")
+        assert type(got) is type(expected) and message == str(expected), (expected, got)
+        assert location == "" or __file__ in location, location
         return
     assert not isinstance(got, Exception), got
     assert len(got) == len(expected)
