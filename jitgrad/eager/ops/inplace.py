@@ -86,7 +86,12 @@ def check_inplace(t: Tensor, requires_grad: bool | None = None) -> None:
 
 
 def check_no_overlap(data: np.ndarray) -> None:
-    """Raise when several elements share memory (an expanded tensor), as PyTorch does."""
+    """Raise when several elements share memory (an expanded tensor), as PyTorch does.
+
+    An empty array has no elements to share (numpy gives its other dims stride 0).
+    """
+    if data.size == 0:
+        return
     for size, stride in zip(data.shape, data.strides, strict=True):
         if stride == 0 and size > 1:
             raise RuntimeError(ERR_OVERLAP)
@@ -166,6 +171,8 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
         return target
     base = view.base
     copy_slices = CopySlices(base, view, target._data.shape, fn)
+    if base._retains_grad:
+        _move_retains_grad(base._grad_fn, base._output_nr, copy_slices, 0)
     base._grad_fn = copy_slices
     base._output_nr = 0
     base._requires_grad = True

@@ -28,7 +28,8 @@ from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
 
 
 def _shifted(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
-    return x - np.maximum.reduce(x, axis=dims, keepdims=True)
+    # initial=-inf: a size-0 dim has no maximum, and its (empty) result needs none
+    return x - np.maximum.reduce(x, axis=dims, keepdims=True, initial=-np.inf)
 
 
 def _softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:

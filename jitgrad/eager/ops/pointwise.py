@@ -393,7 +393,8 @@ def _erf_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 
 
 def _relu_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
-    return (g * (out > 0),)  # relu'(0) = 0, as PyTorch
+    # selected, not g * mask: an inf/NaN g stays off x <= 0 (PyTorch's threshold_backward)
+    return (xp.where(out > 0, g, 0.0),)  # relu'(0) = 0, as PyTorch
 
 
 def _frac_backward(xp: Any, ctx: Any, g: Any) -> tuple:

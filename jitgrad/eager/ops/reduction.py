@@ -216,20 +216,54 @@ def _extremum_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
     return (g * hits / xp.sum(hits, dims, True),)
 
 
+def _evenly_distribute_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """g / (number of hits) at each hit of a full max/min/median, 0 elsewhere (selected,
+    so an inf/NaN g stays off the other entries); a NaN result's hits are the NaNs.
+
+    PyTorch's evenly_distribute_backward (CPU), unlike amax/amin's, which multiply g by the
+    hit mask (and so spread an inf g as NaN, or NaN everywhere for a NaN result).
+    """
+    np_dtype = ctx.input_metadata[0][1]
+    hits = xp.where(out != out, x != x, x == out)
+    share = g / xp.sum(xp.cast(hits, np_dtype), None)
+    return (xp.where(hits, share, 0.0),)
+
+
 AMAX = register("amax", _amax_forward, _extremum_backward, saves=("x", "out"),
-                source="subgradient split evenly among ties (PyTorch evenly_distribute)")
+                source="g times the hit mask over the number of hits (PyTorch amax)")
 AMIN = register("amin", _amin_forward, _extremum_backward, saves=("x", "out"),
-                source="subgradient split evenly among ties (PyTorch evenly_distribute)")
+                source="g times the hit mask over the number of hits (PyTorch amin)")
+MAX_ALL = register("max", _amax_forward, _evenly_distribute_backward, saves=("x", "out"),
+                   source="g selected at the hits, split evenly (PyTorch evenly_distribute)")
+MIN_ALL = register("min", _amin_forward, _evenly_distribute_backward, saves=("x", "out"),
+                   source="g selected at the hits, split evenly (PyTorch evenly_distribute)")
+
+
+def check_nonempty_reduction(name: str, shape: tuple[int, ...], dims: tuple[int, ...] | None,
+                             all_dims_error: type[Exception] = RuntimeError) -> None:
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements.
+
+    Raises `all_dims_error` (RuntimeError for max/amax, IndexError for argmax, as PyTorch)
+    when reducing all dims of an empty tensor, IndexError when a reduced dim has size 0.
+    A size-0 dim that is kept is fine: the result is empty.
+    """
+    if dims is None:
+        if math.prod(shape) == 0:
+            raise all_dims_error(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                f"Specify the reduction dim with the 'dim' argument (input shape {list(shape)})")
+        return
+    for d in dims:
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size "
+                             f"(input shape {list(shape)})")
 
 
 def _extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     data = input._data
     dims = normalize_dims(dim, data.ndim)
-    # not any(...): this module defines `any` (the op), which shadows the builtin
-    if data.size == 0 and (dims is None or 0 in [data.shape[d] for d in dims]):
-        raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
-                           f"input.numel() == 0 (shape {list(data.shape)}); the reduced "
-                           "dims must be non-empty")
+    if data.ndim:
+        check_nonempty_reduction(op.name, data.shape, dims)
     return apply_op(op, (input,), (data,), {"dims": dims, "keepdim": keepdim})
 
 
@@ -251,12 +285,11 @@ def _max_or_min(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     if isinstance(dim, Tensor):  # max(a, b): the elementwise maximum
         return comparison.maximum(input, dim) if largest else comparison.minimum(input, dim)
     if dim is None:
-        return _extremum(AMAX if largest else AMIN, input, None, False)
+        return _extremum(MAX_ALL if largest else MIN_ALL, input, None, False)
     data = input._data
     d = normalize_dim(int(dim), data.ndim)
-    if data.ndim and data.shape[d] == 0:
-        raise IndexError(f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have "
-                         f"non-zero size (input shape {list(data.shape)})")
+    if data.ndim:
+        check_nonempty_reduction("max" if largest else "min", data.shape, (d,))
     result = MaxResult if largest else MinResult
     if data.ndim == 0:
         return of_0d(input, result)
@@ -296,10 +329,12 @@ def _arg(fn: Any, x: np.ndarray, dim: int | None, keepdim: bool) -> np.ndarray:
 
 def _arg_extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     data = input._data
-    if data.size == 0:
-        raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
-                           f"input.numel() == 0 (shape {list(data.shape)})")
+    if data.dtype.kind == "b":
+        raise RuntimeError(f"{op.name}(): does not support bool input; convert first, e.g. "
+                           f"t.int().{op.name}()")
     d = None if dim is None else normalize_dim(int(dim), data.ndim)
+    if data.ndim:
+        check_nonempty_reduction(op.name, data.shape, None if d is None else (d,), IndexError)
     return apply_op(op, (input,), (data,), {"dim": d, "keepdim": keepdim})
 
 
@@ -335,8 +370,8 @@ def _argmedian_forward(x: np.ndarray, dim: int) -> np.ndarray:
     return index.astype(np.int64)
 
 
-MEDIAN = register("median", _median_forward, _extremum_backward, saves=("x", "out"),
-                  source="subgradient split evenly among ties")
+MEDIAN = register("median", _median_forward, _evenly_distribute_backward, saves=("x", "out"),
+                  source="g selected at the hits, split evenly (PyTorch evenly_distribute)")
 ARGMEDIAN = register("argmedian", _argmedian_forward)
 
 
@@ -352,6 +387,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     d = normalize_dim(int(dim), data.ndim)
     if data.ndim == 0:
         return of_0d(input, MedianResult)
+    check_nonempty_reduction("median", data.shape, (d,))
     index = apply_op(ARGMEDIAN, (input,), (data,), {"dim": d})
     return values_and_indices(input, index, d, keepdim, MedianResult)
 
@@ -467,8 +503,8 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepd
 
 def _logsumexp_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
     axis = _axis(x, dims)
-    shift = np.maximum.reduce(x, axis=axis, keepdims=True)
-    if not np.isfinite(shift).all():  # an all -inf slice gives -inf (not nan)
+    shift = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
+    if not np.isfinite(shift).all():  # an all -inf (or empty) slice gives -inf (not nan)
         shift = np.where(np.isfinite(shift), shift, x.dtype.type(0))
     out = np.log(np.add.reduce(np.exp(x - shift), axis=axis, keepdims=True)) + shift
     if not keepdim:
@@ -558,9 +594,24 @@ def vector_norm(input: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = 
     if data.dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {input.dtype.name}; convert first, e.g. t.float()")
+    dims = normalize_dims(dim, data.ndim)
+    if ord in (math.inf, -math.inf) and data.size == 0:
+        _check_empty_inf_norm(float(ord), data.shape, dims)
     return apply_op(VECTOR_NORM, (input,), (data,),
-                    {"ord": float(ord), "dims": normalize_dims(dim, data.ndim),
-                     "keepdim": bool(keepdim)})
+                    {"ord": float(ord), "dims": dims, "keepdim": bool(keepdim)})
+
+
+def _check_empty_inf_norm(ord: float, shape: tuple[int, ...],  # noqa: A002
+                          dims: tuple[int, ...] | None) -> None:
+    """The +-inf norm is a max/min: PyTorch's RuntimeError when it reduces no elements."""
+    if dims is None:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                           "tensor because the operation does not have an identity")
+    for d in dims:
+        if shape[d] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on the "
+                               f"dimension {d} because this dimension is empty and the "
+                               "operation does not have an identity")
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
