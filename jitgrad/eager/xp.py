@@ -155,11 +155,15 @@ class NumpyNamespace:
 
     @staticmethod
     def cumsum(x: Any, dim: int) -> Any:
-        return np.cumsum(x, axis=dim)
+        from jitgrad.eager.ops.sorting import scan_accumulating
+
+        return scan_accumulating(np.cumsum, np.asarray(x), dim)
 
     @staticmethod
     def cumprod(x: Any, dim: int) -> Any:
-        return np.cumprod(x, axis=dim)
+        from jitgrad.eager.ops.sorting import scan_accumulating
+
+        return scan_accumulating(np.cumprod, np.asarray(x), dim)
 
     @staticmethod
     def take_along_dim(x: Any, index: Any, dim: int) -> Any:

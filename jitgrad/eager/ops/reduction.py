@@ -81,6 +81,34 @@ def _axis(x: np.ndarray, dims: tuple[int, ...] | None) -> tuple[int, ...] | None
 # Forwards call ufunc.reduce directly: np.sum/np.amax/np.mean add 1.5-8 us of Python
 # dispatch per call, more than the reduction itself costs on small tensors.
 
+# Note [Accumulating float sums]: numpy sums pairwise (error ~ log n ulps, like PyTorch's
+# cascade sum) only along the contiguous trailing dims of a C-contiguous array; along any
+# other dim it adds naively in the input's dtype, so a float32 sum of 2^25 ones over dim 0
+# stopped at 2^24. There, and for float16 always, sums accumulate in float64 and round
+# once. Products never pair up: float16/float32 products always accumulate in float64.
+
+
+def _pairwise(x: np.ndarray, axis: tuple[int, ...] | None) -> bool:
+    """Whether numpy's add.reduce of x over `axis` sums pairwise (Note above)."""
+    if not x.flags.c_contiguous:
+        return False
+    return axis is None or axis == tuple(range(x.ndim - len(axis), x.ndim))
+
+
+def accumulate_sum(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool = False) -> Any:
+    """add.reduce of a float array, in float64 where x's dtype would lose the sum (see
+    Note [Accumulating float sums]); the caller rounds to x's dtype after its last step."""
+    if x.dtype == np.float16 or (x.dtype == np.float32 and not _pairwise(x, axis)):
+        return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float64)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)
+
+
+def _float_accumulator(x: np.ndarray, out_dtype: Any) -> Any:
+    """dtype= for a product: float64 for float16/float32 (Note [Accumulating float sums])."""
+    if out_dtype is None and x.dtype.kind == "f" and x.dtype.itemsize < 8:
+        return np.float64
+    return out_dtype
+
 
 def _float_input(input: Tensor, name: str) -> np.ndarray:
     data = input._data
@@ -95,8 +123,10 @@ def _float_input(input: Tensor, name: str) -> np.ndarray:
 
 def _sum_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                  out_dtype: Any) -> np.ndarray:
-    return np.asarray(np.add.reduce(x, axis=_axis(x, dims), dtype=out_dtype,
-                                    keepdims=keepdim and x.ndim > 0))
+    axis, keep = _axis(x, dims), keepdim and x.ndim > 0
+    if out_dtype is None and x.dtype.kind == "f":
+        return np.asarray(accumulate_sum(x, axis, keep).astype(x.dtype, copy=False))
+    return np.asarray(np.add.reduce(x, axis=axis, dtype=out_dtype, keepdims=keep))
 
 
 def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -107,11 +137,8 @@ def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 def _mean_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
     axis = _axis(x, dims)
-    if x.dtype == np.float16:  # accumulate in float32, as PyTorch does
-        return np.asarray(np.mean(x, axis=axis, keepdims=keepdim and x.ndim > 0, dtype=np.float32)
-                          .astype(np.float16))
-    total = np.add.reduce(x, axis=axis, keepdims=keepdim and x.ndim > 0)
-    return np.asarray(total / reduced_count(x.shape, axis))
+    total = accumulate_sum(x, axis, keepdim and x.ndim > 0)
+    return np.asarray((total / reduced_count(x.shape, axis)).astype(x.dtype, copy=False))
 
 
 def _mean_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -123,8 +150,9 @@ def _mean_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 def _prod_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                   out_dtype: Any) -> np.ndarray:
-    return np.asarray(np.multiply.reduce(x, axis=_axis(x, dims), dtype=out_dtype,
-                                         keepdims=keepdim and x.ndim > 0))
+    out = np.multiply.reduce(x, axis=_axis(x, dims), dtype=_float_accumulator(x, out_dtype),
+                             keepdims=keepdim and x.ndim > 0)
+    return np.asarray(out.astype(out_dtype or x.dtype, copy=False))
 
 
 def _prod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
@@ -400,10 +428,11 @@ def _var_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
     axis = _axis(x, dims)
     keep = keepdim and x.ndim > 0
     n = reduced_count(x.shape, axis)
-    centered = x - np.add.reduce(x, axis=axis, keepdims=True) / n
+    centered = x - (accumulate_sum(x, axis, True) / n).astype(x.dtype, copy=False)
     # PyTorch divides by max(0, N - correction): 0/0 = nan, positive/0 = inf
     dof = x.dtype.type(n - correction if n > correction else 0)
-    return np.asarray(np.add.reduce(centered * centered, axis=axis, keepdims=keep) / dof)
+    out = accumulate_sum(centered * centered, axis, keep) / dof
+    return np.asarray(out.astype(x.dtype, copy=False))
 
 
 def _std_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
@@ -506,7 +535,8 @@ def _logsumexp_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: boo
     shift = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
     if not np.isfinite(shift).all():  # an all -inf (or empty) slice gives -inf (not nan)
         shift = np.where(np.isfinite(shift), shift, x.dtype.type(0))
-    out = np.log(np.add.reduce(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    total = accumulate_sum(np.exp(x - shift), axis, True).astype(x.dtype, copy=False)
+    out = np.log(total) + shift
     if not keepdim:
         out = out.reshape(()) if axis is None else out.squeeze(axis)
     return np.asarray(out)
@@ -541,7 +571,7 @@ def _vector_norm_forward(x: np.ndarray, ord: float, dims: tuple[int, ...] | None
     axis = _axis(x, dims)
     keep = keepdim and x.ndim > 0
     if ord == 2:
-        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keep))
+        return np.sqrt(accumulate_sum(x * x, axis, keep)).astype(x.dtype, copy=False)
     magnitude = np.abs(x)
     if ord == math.inf:
         return np.asarray(np.amax(magnitude, axis=axis, keepdims=keep))
@@ -550,8 +580,9 @@ def _vector_norm_forward(x: np.ndarray, ord: float, dims: tuple[int, ...] | None
     if ord == 0:
         return np.asarray(np.sum(magnitude != 0, axis=axis, keepdims=keep).astype(x.dtype))
     if ord == 1:
-        return np.asarray(np.sum(magnitude, axis=axis, keepdims=keep))
-    return np.asarray(np.sum(magnitude ** ord, axis=axis, keepdims=keep) ** (1.0 / ord))
+        return np.asarray(accumulate_sum(magnitude, axis, keep).astype(x.dtype, copy=False))
+    total = accumulate_sum(magnitude ** ord, axis, keep)
+    return np.asarray((total ** (1.0 / ord)).astype(x.dtype, copy=False))
 
 
 def _vector_norm_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:

@@ -163,10 +163,20 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 # ----- cumulative ops -----------------------------------------------------------------
 
 
+def scan_accumulating(scan: Any, x: np.ndarray, dim: int, out_dtype: Any = None) -> np.ndarray:
+    """`scan` (np.cumsum or np.cumprod) along `dim`, float16/float32 accumulated in float64
+    and rounded once at the end, as PyTorch's CPU kernels accumulate (acc_type): a float32
+    cumsum of 2^25 ones ends at 2^25, not at 2^24 where float32 steps stop adding 1."""
+    result_dtype = np.dtype(out_dtype or x.dtype)
+    if result_dtype.kind == "f" and result_dtype.itemsize < 8:
+        return scan(x, axis=dim, dtype=np.float64).astype(result_dtype)
+    return scan(x, axis=dim, dtype=out_dtype)
+
+
 def _cumsum_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
     if x.ndim == 0:
         return x.astype(out_dtype or x.dtype, copy=True)
-    return np.cumsum(x, axis=dim, dtype=out_dtype)
+    return scan_accumulating(np.cumsum, x, dim, out_dtype)
 
 
 def _cumsum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -180,7 +190,7 @@ def _cumsum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 def _cumprod_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
     if x.ndim == 0:
         return x.astype(out_dtype or x.dtype, copy=True)
-    return np.cumprod(x, axis=dim, dtype=out_dtype)
+    return scan_accumulating(np.cumprod, x, dim, out_dtype)
 
 
 def _cumprod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
