@@ -135,9 +135,14 @@ def _cross_entropy_probabilities(log_probs: Tensor, target: Tensor, weight: Tens
 
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
-    """Mean squared error; warns (UserWarning) when target's shape differs from input's."""
+    """Mean squared error; warns (UserWarning) when target's shape differs from input's.
+
+    Raises NotImplementedError when both are integer tensors (as PyTorch).
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _warn_target_size(input, target)
+    if input._data.dtype.kind != "f" and target._data.dtype.kind != "f":
+        raise pointwise.not_implemented_for("mse_cpu", input._data.dtype)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -180,13 +185,17 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """-(y log p + (1-y) log(1-p)) with each log clamped at -100 (PyTorch's rule).
 
     Raises ValueError when target's shape differs from input's, RuntimeError when an
-    input is outside [0, 1].
+    input is outside [0, 1] or target's dtype is not input's.
     """
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape!r}) that is different to the input "
                          f"size ({input.shape!r}) is deprecated. Please ensure they have the "
                          "same size.")
+    if target._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Found dtype {nn_ops.TORCH_TYPE_NAMES[target._data.dtype.name]} but "
+                           f"expected {nn_ops.TORCH_TYPE_NAMES[input._data.dtype.name]}; convert "
+                           "the target first, e.g. target.to(input.dtype)")
     p = input._data
     if p.size and (p.min() < 0 or p.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1 (apply sigmoid "
@@ -323,12 +332,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
     The mask is drawn from jitgrad's default generator (seed with `jitgrad.manual_seed`);
     it cannot reproduce PyTorch's random stream. p=1 gives zeros; eval is the identity.
-    Raises ValueError unless 0 <= p <= 1.
+    Raises ValueError unless 0 <= p <= 1, RuntimeError for a non-float input (0 < p < 1).
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if input._data.dtype.kind != "f" and p < 1.0:  # the 1/(1-p) scale is a float
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{nn_ops.TORCH_TYPE_NAMES[input._data.dtype.name]}; convert first, "
+                           "e.g. t.float()")
     if p == 1.0:
         mask = Tensor._make(np.zeros(input._data.shape, dtype=input._data.dtype))
     else:

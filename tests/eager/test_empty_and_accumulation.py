@@ -51,7 +51,8 @@ def test_reduction_over_an_empty_tensor_gives_its_identity_or_an_empty_result(na
     np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("fn", [lambda x: F.softmax(x, 1).sum(), lambda x: F.log_softmax(x, 1).sum(),
+@pytest.mark.parametrize("fn", [lambda x: F.softmax(x, 1).sum(),
+                                lambda x: F.log_softmax(x, 1).sum(),
                                 lambda x: jg.logsumexp(x, 1).sum()],
                          ids=["softmax", "log_softmax", "logsumexp"])
 def test_backward_through_an_empty_normalization_gives_an_empty_gradient(fn):

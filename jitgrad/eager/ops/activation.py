@@ -203,6 +203,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
 
     Integer tensors stay integer (bounds truncated). Raises ValueError if min_val > max_val.
     """
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Bool inputs not supported for hardtanh; convert first, e.g. t.int()")
     if min_val > max_val:
         raise ValueError(f"min_val cannot be greater than max_val (got min_val={min_val}, "
                          f"max_val={max_val})")

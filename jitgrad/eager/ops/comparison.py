@@ -1,6 +1,7 @@
 """Comparisons, logical and bitwise ops, and the selections they drive.
 
 Comparisons compute in the promoted dtype (`int_tensor == 1.5` compares in float32)
+and take a Tensor first (`eq(2.0, t)` is a TypeError, as PyTorch; `2.0 == t` is fine)
 and return bool tensors that never require grad (research/eager_autograd.md §2.4).
 Selections (where, masked_fill, clamp, maximum, minimum) are differentiable; their
 gradients follow PyTorch exactly (§2.3): maximum/minimum split ties 0.5/0.5, clamp is
@@ -23,6 +24,7 @@ from jitgrad.eager.ops.pointwise import (
     apply_broadcasting,
     apply_promoted,
     not_implemented_for,
+    require_tensor,
 )
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
@@ -42,31 +44,37 @@ GE = register("ge", np.greater_equal, inputs=AB)
 
 def eq(input: Any, other: Any) -> Tensor:
     """input == other elementwise (bool), in the promoted dtype, broadcasting."""
+    require_tensor("eq", input)
     return binary(EQ, input, other)
 
 
 def ne(input: Any, other: Any) -> Tensor:
     """input != other elementwise (bool); NaN != NaN is True."""
+    require_tensor("ne", input)
     return binary(NE, input, other)
 
 
 def lt(input: Any, other: Any) -> Tensor:
     """input < other elementwise (bool)."""
+    require_tensor("lt", input)
     return binary(LT, input, other)
 
 
 def le(input: Any, other: Any) -> Tensor:
     """input <= other elementwise (bool)."""
+    require_tensor("le", input)
     return binary(LE, input, other)
 
 
 def gt(input: Any, other: Any) -> Tensor:
     """input > other elementwise (bool)."""
+    require_tensor("gt", input)
     return binary(GT, input, other)
 
 
 def ge(input: Any, other: Any) -> Tensor:
     """input >= other elementwise (bool)."""
+    require_tensor("ge", input)
     return binary(GE, input, other)
 
 
@@ -100,16 +108,19 @@ BITWISE_NOT = register("bitwise_not", np.invert, inputs=X)
 
 def logical_and(input: Any, other: Any) -> Tensor:
     """Elementwise AND of truth values (nonzero is True), any dtypes; returns bool."""
+    require_tensor("logical_and", input)
     return binary(LOGICAL_AND, input, other)
 
 
 def logical_or(input: Any, other: Any) -> Tensor:
     """Elementwise OR of truth values (nonzero is True); returns bool."""
+    require_tensor("logical_or", input)
     return binary(LOGICAL_OR, input, other)
 
 
 def logical_xor(input: Any, other: Any) -> Tensor:
     """Elementwise XOR of truth values (nonzero is True); returns bool."""
+    require_tensor("logical_xor", input)
     return binary(LOGICAL_XOR, input, other)
 
 

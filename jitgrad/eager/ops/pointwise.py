@@ -120,6 +120,22 @@ def _is_integral(*operands: Any) -> bool:
     return not result_dtype(*operands).is_floating_point
 
 
+def refuse_bool(kernel: str, *operands: Any) -> None:
+    """PyTorch's NotImplementedError when the op's result dtype would be bool (no bool kernel).
+
+    `True // 2` promotes to int64 and is fine; `b // b`, `floor(b)`, `b ** b` are not.
+    """
+    if result_dtype(*operands).np.kind == "b":
+        raise not_implemented_for(kernel, np.dtype(np.bool_))
+
+
+def require_tensor(name: str, input: Any) -> None:
+    """PyTorch's TypeError for ops whose first operand must be a Tensor (`fmod(2.0, t)`)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}; use a tensor, e.g. {name}(tensor(x), other)")
+
+
 def _check_integer_divisor(other: Any) -> None:
     """Integer division by zero is an error in PyTorch (numpy returns 0 with a warning)."""
     divisor = other._data if isinstance(other, Tensor) else other
@@ -176,6 +192,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool(f"div_{rounding_mode}_cpu", a, b)
     if _is_integral(a, b):
         _check_integer_divisor(b)
     return binary(DIV_ROUNDING, a, b, rounding_mode=rounding_mode)
@@ -188,6 +205,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     `div(..., rounding_mode="floor")` for a zero gradient. Integer division by zero raises.
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool("div_floor_cpu", a, b)
     if _is_integral(a, b):
         _check_integer_divisor(b)
     return binary(FLOOR_DIVIDE, a, b)
@@ -199,14 +217,20 @@ def remainder(input: Any, other: Any) -> Tensor:
     Raises RuntimeError for integer division by zero.
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool("remainder_cpu", a, b)
     if _is_integral(a, b):
         _check_integer_divisor(b)
     return binary(REMAINDER, a, b)
 
 
 def fmod(input: Any, other: Any) -> Tensor:
-    """C's fmod: input - trunc(input / other) * other, with the sign of `input`."""
+    """C's fmod: input - trunc(input / other) * other, with the sign of `input`.
+
+    Raises TypeError when input is not a Tensor (PyTorch has no fmod(Number, Tensor)).
+    """
+    require_tensor("fmod", input)
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool("fmod_cpu", a, b)
     if _is_integral(a, b):
         _check_integer_divisor(b)
     return binary(FMOD, a, b)
@@ -287,6 +311,7 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         if data.dtype != rd.np:
             data = data.astype(rd.np)
         return apply_op(POW_SCALAR, (input,), (data,), {"exponent": exponent})
+    refuse_bool("pow", input, exponent)
     return binary(POW_TENSOR, input, exponent)
 
 
@@ -474,17 +499,23 @@ def sign(input: Tensor) -> Tensor:
 
 
 def floor(input: Tensor) -> Tensor:
-    """Round down; integer tensors are returned as a copy. Zero gradient."""
+    """Round down; integer tensors are returned as a copy. Zero gradient.
+
+    Raises NotImplementedError for bool (as the other rounding ops, like PyTorch).
+    """
+    refuse_bool("floor_vml_cpu", input)
     return unary(FLOOR, input)
 
 
 def ceil(input: Tensor) -> Tensor:
     """Round up; integer tensors are returned as a copy. Zero gradient."""
+    refuse_bool("ceil_vml_cpu", input)
     return unary(CEIL, input)
 
 
 def trunc(input: Tensor) -> Tensor:
     """Round toward zero; integer tensors are returned as a copy. Zero gradient."""
+    refuse_bool("trunc_vml_cpu", input)
     return unary(TRUNC, input)
 
 
@@ -498,6 +529,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorc
     """
     if decimals != 0 and input._data.dtype.kind != "f":
         raise not_implemented_for("round_cpu", input._data.dtype)
+    refuse_bool("round_vml_cpu", input)
     return unary(ROUND, input, decimals=int(decimals))
 
 
@@ -583,7 +615,11 @@ def relu(input: Tensor) -> Tensor:
 
     Activations are in activation.py; relu lives here because nn.functional and the
     in-place variants import it from this module.
+    Raises RuntimeError for bool tensors (as PyTorch).
     """
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu; convert first, e.g. "
+                           "t.int().relu()")
     return unary(RELU, input)
 
 
@@ -705,8 +741,10 @@ ADDCDIV = register("addcdiv", lambda x, tensor1, tensor2, value: x + value * ten
 def atan2(input: Any, other: Any) -> Tensor:
     """The angle of (other, input) in (-pi, pi]; integers give the default float dtype.
 
-    Both gradients are 0 at input = other = 0 (PyTorch).
+    Both gradients are 0 at input = other = 0 (PyTorch). Raises TypeError when input is
+    not a Tensor.
     """
+    require_tensor("atan2", input)
     return binary(ATAN2, input, other, to_float=True)
 
 
@@ -727,6 +765,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     (no promotion, as PyTorch). Raises RuntimeError on a dtype mismatch,
     NotImplementedError for integer tensors.
     """
+    require_tensor("lerp", input)
     dtype = input._data.dtype
     if dtype.kind != "f":
         raise not_implemented_for("lerp_kernel_scalar", dtype)
@@ -737,6 +776,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2, broadcasting (fused like PyTorch's kernel)."""
+    refuse_bool("addcmul_cpu_out", input, tensor1, tensor2)
     return apply_promoted(ADDCMUL, (input, tensor1, tensor2), {"value": value})
 
 

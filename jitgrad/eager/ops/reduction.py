@@ -19,6 +19,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops import comparison
+from jitgrad.eager.ops.pointwise import not_implemented_for
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.sorting import (
     argsort,
@@ -410,6 +411,8 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     (`[1,2,2,3]` -> `[0,.5,.5,0]`); along a dim it goes to the returned index.
     """
     data = input._data
+    if data.dtype.kind == "b":
+        raise not_implemented_for("median_cpu", data.dtype)
     if dim is None:
         return apply_op(MEDIAN, (input,), (data,), {"dims": None, "keepdim": False})
     d = normalize_dim(int(dim), data.ndim)

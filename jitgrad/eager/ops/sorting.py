@@ -148,6 +148,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     the earliest. Raises RuntimeError when k exceeds the dim's size.
     """
     data = input._data
+    if data.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU; convert first, e.g. "
+                           "t.int().topk(k)")
     dim = normalize_dim(dim, data.ndim)
     size = data.shape[dim] if data.ndim else 1
     if not 0 <= k <= size:
