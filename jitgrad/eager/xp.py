@@ -19,6 +19,12 @@ import numpy as np
 from scipy import special
 
 
+def _keep_dtype(out: Any, x: Any) -> Any:
+    """scipy's result in x's float dtype (scipy computes float16/float32 wider)."""
+    dtype = getattr(x, "dtype", None)
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+
+
 class NumpyNamespace:
     """Backward-formula functions over numpy arrays."""
 
@@ -35,6 +41,24 @@ class NumpyNamespace:
     minimum = staticmethod(np.minimum)
     floor_divide = staticmethod(np.floor_divide)
     trunc = staticmethod(np.trunc)
+    sinh = staticmethod(np.sinh)
+    cosh = staticmethod(np.cosh)
+
+    @staticmethod
+    def digamma(x: Any) -> Any:
+        return _keep_dtype(special.digamma(x), x)
+
+    @staticmethod
+    def polygamma(n: int, x: Any) -> Any:
+        return _keep_dtype(special.polygamma(n, x), x)
+
+    @staticmethod
+    def i0(x: Any) -> Any:
+        return _keep_dtype(special.i0(x), x)
+
+    @staticmethod
+    def i1(x: Any) -> Any:
+        return _keep_dtype(special.i1(x), x)
 
     @staticmethod
     def where(cond: Any, a: Any, b: Any) -> Any:

@@ -206,4 +206,52 @@ COMPARISONS = _comparison_cases() + [
     OpCase("isclose", jg.isclose, np.isclose, (A, A), differentiable=False),
 ]
 
-CASES = UNARY + ACTIVATIONS + BINARY + SELECTIONS + COMPARISONS
+UNIT = Arg((3, 4), -0.9, 0.9)  # inside the domain of asin/acos/atanh/erfinv
+PROBABILITY = Arg((3, 4), 0.05, 0.95)
+
+MATH = [
+    OpCase("sinh", jg.sinh, np.sinh, (A,)),
+    OpCase("cosh_transposed", jg.cosh, np.cosh, (TRANSPOSED,)),
+    OpCase("asinh", jg.asinh, np.arcsinh, (A,)),
+    OpCase("acosh", jg.acosh, np.arccosh, (Arg((3, 4), 1.2, 3.0),)),
+    OpCase("atanh_strided", jg.atanh, np.arctanh, (Arg((3, 4), -0.9, 0.9, layout="strided"),)),
+    OpCase("asin", jg.asin, np.arcsin, (UNIT,)),
+    OpCase("arccos", jg.arccos, np.arccos, (UNIT,)),
+    OpCase("atan_method", lambda a: a.atan(), np.arctan, (A,)),
+    OpCase("exp2", jg.exp2, np.exp2, (A,)),
+    OpCase("exp2_0d", jg.exp2, np.exp2, (SCALAR,)),
+    OpCase("erfc", jg.erfc, special.erfc, (A,)),
+    OpCase("erfinv", jg.erfinv, special.erfinv, (UNIT,), rtol=2e-5),
+    OpCase("lgamma", jg.lgamma, special.gammaln, (Arg((3, 4), 0.5, 4.0),)),
+    OpCase("digamma", jg.digamma, special.digamma, (Arg((3, 4), 0.5, 4.0),), rtol=2e-5),
+    OpCase("polygamma_2", lambda a: jg.polygamma(2, a), lambda a: special.polygamma(2, a),
+           (Arg((3, 4), 0.5, 4.0),), rtol=2e-5),
+    OpCase("i0", jg.i0, special.i0, (A,)),
+    OpCase("special_i1", jg.special.i1, special.i1, (A,)),
+    OpCase("sinc", jg.sinc, np.sinc, (A,), atol=2e-6),
+    OpCase("logit", jg.logit, special.logit, (PROBABILITY,)),
+    OpCase("logit_eps", lambda a: jg.logit(a, eps=0.2),
+           lambda a: special.logit(np.clip(a, 0.2, 0.8)), (PROBABILITY,)),
+    OpCase("deg2rad", jg.deg2rad, np.deg2rad, (A,)),
+    OpCase("rad2deg_method", lambda a: a.rad2deg(), np.rad2deg, (A,)),
+    OpCase("sgn", jg.sgn, np.sign, (A,)),
+    OpCase("signbit", jg.signbit, np.signbit, (A,), differentiable=False),
+    OpCase("copysign", jg.copysign, np.copysign, (A, COL)),
+    OpCase("copysign_scalar", lambda a: jg.copysign(a, -1.0), lambda a: np.copysign(a, -1.0),
+           (A,)),
+    OpCase("hypot", jg.hypot, np.hypot, (A, ROW)),
+    OpCase("logaddexp", jg.logaddexp, np.logaddexp, (A, TRANSPOSED)),
+    OpCase("logaddexp2", jg.logaddexp2, np.logaddexp2, (A, COL)),
+    OpCase("xlogy", jg.xlogy, special.xlogy, (A, POSITIVE_ROW)),
+    OpCase("xlogy_scalar_input", lambda b: jg.xlogy(2.0, b), lambda b: special.xlogy(2.0, b),
+           (POSITIVE,)),
+    OpCase("fmax", jg.fmax, np.fmax, (A, ROW)),
+    OpCase("fmin_strided", jg.fmin, np.fmin, (STRIDED, A)),
+    OpCase("heaviside", jg.heaviside, np.heaviside, (A, ROW), differentiable=False),
+    OpCase("float_power", jg.float_power, lambda a, b: np.power(a.astype(np.float64), b),
+           (POSITIVE, ROW), dtypes=(np.float64,)),
+    OpCase("ldexp", jg.ldexp, lambda a, e: a * 2.0 ** e, (A, INTS_ROW)),
+    OpCase("nextafter", jg.nextafter, np.nextafter, (A, ROW), differentiable=False),
+]
+
+CASES = UNARY + ACTIVATIONS + BINARY + SELECTIONS + COMPARISONS + MATH

@@ -4,7 +4,8 @@ Every op's derivative is the textbook one unless a source is given; edge convent
 (abs'(0)=0, pow's masked exponent gradient, zero gradients of rounding ops) are
 PyTorch's, as measured in research/eager_autograd.md §2.2-2.3. Comparison-driven
 selection (where, masked_fill, clamp, maximum/minimum) lives in `comparison.py`,
-activations in `activation.py`.
+activations in `activation.py`, the rest of PyTorch's pointwise math (hyperbolic, inverse
+trigonometric, gamma family, copysign, hypot, logaddexp, ...) in `pointwise_math.py`.
 """
 
 from __future__ import annotations
@@ -265,7 +266,7 @@ def _integer_pow_negative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b < 0, negative, positive).astype(positive.dtype)
 
 
-def _log_of_scalar(a: float) -> float:
+def log_of_scalar(a: float) -> float:
     return math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
 
 
@@ -276,7 +277,7 @@ def _pow_tensor_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any, out: Any) ->
         grad_a = xp.where(b == 0, 0.0, g * (b * a ** (b - 1)))
     if need_b:  # a^b ln a, masked to 0 where a == 0 and b >= 0 (0**0 = 1 and 0**2 = 0)
         if isinstance(a, (int, float)):
-            log_a = _log_of_scalar(a)
+            log_a = log_of_scalar(a)
             grad_b = g * (xp.where(b >= 0, 0.0, out * log_a) if a == 0 else out * log_a)
         else:
             grad_b = g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))

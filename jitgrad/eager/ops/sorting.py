@@ -22,12 +22,14 @@ from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
 
 
-def return_type(name: str) -> type:
-    """A `(values, indices)` namedtuple printed like `torch.return_types.<name>`."""
-    cls = namedtuple(name, ["values", "indices"])
+def return_type(name: str, fields: tuple[str, str] = ("values", "indices")) -> type:
+    """A `(values, indices)` namedtuple (or other `fields`) printed like
+    `torch.return_types.<name>`."""
+    cls = namedtuple(name, fields)
 
     def __repr__(self: Any) -> str:  # noqa: N807
-        return f"jitgrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+        listed = ",\n".join(f"{field}={value!r}" for field, value in zip(fields, self, strict=True))
+        return f"jitgrad.return_types.{name}(\n{listed})"
 
     cls.__repr__ = __repr__
     cls.__module__ = "jitgrad.return_types"
