@@ -74,6 +74,16 @@ REFUSED = {
                     "result type Float can't be cast to the desired output type Long"),
     "dropout_bool": (lambda: F.dropout(BOOLS, 0.5), RuntimeError, "desired output type Bool"),
     "compile_int": (lambda: jg.compile(5), TypeError, "'int' object is not callable"),
+    "atan2_number_second": (lambda: jg.atan2(FLOATS, 2.0), TypeError, "'other' (position 2)"),
+    "logical_or_number_second": (lambda: jg.logical_or(INTS, 2), TypeError, "'other'"),
+    "equal_number": (lambda: jg.equal(FLOATS, 2.0), TypeError, "must be Tensor"),
+    "isclose_number": (lambda: jg.isclose(FLOATS, 2.0), TypeError, "must be Tensor"),
+    "allclose_number": (lambda: jg.allclose(FLOATS, 2.0), TypeError, "must be Tensor"),
+    "clamp_min_number_first": (lambda: jg.clamp_min(2, FLOATS), TypeError, "clamp_min()"),
+    "where_one_branch": (lambda: jg.where(BOOLS, FLOATS), TypeError, "both branches"),
+    "nextafter_ints": (lambda: jg.nextafter(INTS, INTS), NotImplementedError, "nextafter_cpu"),
+    "bincount_bool": (lambda: jg.bincount(BOOLS), NotImplementedError, '"bincount_cpu"'),
+    "ldexp_float_bool": (lambda: jg.ldexp(FLOATS, BOOLS), NotImplementedError, "'Bool'"),
 }
 
 
@@ -101,7 +111,27 @@ ACCEPTED = {
     "int_dropout_eval": (lambda: F.dropout(INTS, 0.5, training=False), [3, 4]),
     "exp_int_promotes": (lambda: jg.exp(jg.tensor([0, 1])), [1.0, np.e]),
     "mse_float_int": (lambda: F.mse_loss(FLOATS, jg.tensor([0, 2])), 0.25),
+    "ldexp_bool_bool": (lambda: jg.ldexp(BOOLS, BOOLS), [2.0, 0.0]),
 }
+
+
+# name: (call, PyTorch's result dtype and values)
+DTYPES = {
+    "bool_pow_true": (lambda: BOOLS ** True, jg.bool, [True, False]),
+    "bool_pow_false": (lambda: BOOLS ** False, jg.bool, [True, True]),
+    "bool_pow_two": (lambda: BOOLS ** 2, jg.int64, [1, 0]),
+    "uint8_any": (lambda: jg.tensor([0, 3], dtype=jg.uint8).any(), jg.uint8, 1),
+    "uint8_all_dim": (lambda: jg.tensor([[0, 3]], dtype=jg.uint8).all(1), jg.uint8, [0]),
+    "int_any": (lambda: INTS.any(), jg.bool, True),
+}
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_result_dtype_as_torch(name):
+    call, dtype, values = DTYPES[name]
+    out = call()
+    assert out.dtype == dtype
+    assert out.tolist() == values
 
 
 @pytest.mark.parametrize("name", ACCEPTED)

@@ -109,18 +109,21 @@ BITWISE_NOT = register("bitwise_not", np.invert, inputs=X)
 def logical_and(input: Any, other: Any) -> Tensor:
     """Elementwise AND of truth values (nonzero is True), any dtypes; returns bool."""
     require_tensor("logical_and", input)
+    require_tensor("logical_and", other, "other", 2)
     return binary(LOGICAL_AND, input, other)
 
 
 def logical_or(input: Any, other: Any) -> Tensor:
     """Elementwise OR of truth values (nonzero is True); returns bool."""
     require_tensor("logical_or", input)
+    require_tensor("logical_or", other, "other", 2)
     return binary(LOGICAL_OR, input, other)
 
 
 def logical_xor(input: Any, other: Any) -> Tensor:
     """Elementwise XOR of truth values (nonzero is True); returns bool."""
     require_tensor("logical_xor", input)
+    require_tensor("logical_xor", other, "other", 2)
     return binary(LOGICAL_XOR, input, other)
 
 
@@ -195,8 +198,13 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
-    """True when both have the same shape and equal values (dtypes may differ; NaN != NaN)."""
-    a, b = as_tensor(input)._data, as_tensor(other)._data
+    """True when both have the same shape and equal values (dtypes may differ; NaN != NaN).
+
+    Raises TypeError unless both are Tensors (as PyTorch).
+    """
+    require_tensor("equal", input)
+    require_tensor("equal", other, "other", 2)
+    a, b = input._data, other._data
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
@@ -215,8 +223,11 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
             equal_nan: bool = False) -> Tensor:
     """|input - other| <= atol + rtol * |other| elementwise (bool); infinities equal themselves.
 
-    Raises RuntimeError when the dtypes differ (as PyTorch: "Float did not match Double").
+    Raises RuntimeError when the dtypes differ (as PyTorch: "Float did not match Double"),
+    TypeError unless both are Tensors.
     """
+    require_tensor("isclose", input)
+    require_tensor("isclose", other, "other", 2)
     _check_same_dtype(input, other)
     return binary(ISCLOSE, input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
@@ -296,6 +307,9 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     condition = as_tensor(condition)
     if input is None and other is None:
         return tuple(Tensor._make(i) for i in np.nonzero(condition._data))
+    if input is None or other is None:
+        raise TypeError("where() takes a condition and both branches (input and other), or "
+                        "the condition alone; got only one branch")
     mask = condition._data
     if mask.dtype == np.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
@@ -412,12 +426,14 @@ clip = clamp
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
-    """clamp(input, min=min)."""
+    """clamp(input, min=min). Raises TypeError when input is not a Tensor."""
+    require_tensor("clamp_min", input)
     return clamp(input, min, None)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
-    """clamp(input, max=max)."""
+    """clamp(input, max=max). Raises TypeError when input is not a Tensor."""
+    require_tensor("clamp_max", input)
     return clamp(input, None, max)
 
 

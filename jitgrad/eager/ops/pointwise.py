@@ -130,11 +130,12 @@ def refuse_bool(kernel: str, *operands: Any) -> None:
         raise not_implemented_for(kernel, np.dtype(np.bool_))
 
 
-def require_tensor(name: str, input: Any) -> None:
-    """PyTorch's TypeError for ops whose first operand must be a Tensor (`fmod(2.0, t)`)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}; use a tensor, e.g. {name}(tensor(x), other)")
+def require_tensor(name: str, value: Any, what: str = "input", position: int = 1) -> None:
+    """PyTorch's TypeError for an operand that must be a Tensor (`fmod(2.0, t)`,
+    `atan2(t, 2.0)`): its signature has no Number overload there."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{what}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}; wrap it first, e.g. tensor(x)")
 
 
 def _check_integer_divisor(other: Any) -> None:
@@ -251,6 +252,12 @@ def _pow_scalar_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     return (g * (exponent * x ** (exponent - 1)),)
 
 
+def _pow_scalar_forward(x: Any, exponent: Any) -> Any:
+    # in the promoted dtype x already has: numpy's bool ** True would give int8
+    out = x ** exponent
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+
 def _pow_tensor_forward(a: Any, b: Any) -> np.ndarray:
     try:
         return np.power(a, b)
@@ -284,8 +291,8 @@ def _pow_tensor_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any, out: Any) ->
     return grad_a, grad_b
 
 
-POW_SCALAR = register("pow", lambda x, exponent: x ** exponent, _pow_scalar_backward,
-                      inputs=("x",), saves=("x",), node_name="Pow",
+POW_SCALAR = register("pow", _pow_scalar_forward, _pow_scalar_backward, inputs=("x",),
+                      saves=("x",), node_name="Pow",
                       source="d/dx x^c = c x^(c-1); 0 when c == 0 (PyTorch's pow_backward)")
 POW_TENSOR = register("pow_tensor", _pow_tensor_forward, _pow_tensor_backward, inputs=AB,
                       saves=("a", "b", "out"), node_name="PowTensor",
@@ -314,6 +321,7 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         return apply_op(POW_SCALAR, (input,), (data,), {"exponent": exponent})
     refuse_bool("pow", input, exponent)
     return binary(POW_TENSOR, input, exponent)
+
 
 
 def square(input: Tensor) -> Tensor:
@@ -746,6 +754,7 @@ def atan2(input: Any, other: Any) -> Tensor:
     not a Tensor.
     """
     require_tensor("atan2", input)
+    require_tensor("atan2", other, "other", 2)
     return binary(ATAN2, input, other, to_float=True)
 
 

@@ -392,18 +392,12 @@ NEXTAFTER = register("nextafter", np.nextafter, _nextafter_backward, inputs=AB,
                      source="PyTorch's: g to input (a one-ulp step), 0 to other")
 
 
-def _require_tensor_other(name: str, what: str, other: Any) -> None:
-    if not isinstance(other, Tensor):
-        raise TypeError(f"{name}(): argument '{what}' (position 2) must be Tensor, not "
-                        f"{type(other).__name__}")
-
-
 def _float_binary(op: Any, input: Any, other: Any, tensor_other: bool) -> Tensor:
     """A float-valued binary op (integers give the default float dtype); `tensor_other`:
     PyTorch takes no Number as the second operand (TypeError)."""
     require_tensor(op.name, input)
     if tensor_other:
-        _require_tensor_other(op.name, "other", other)
+        require_tensor(op.name, other, "other", 2)
     return binary(op, input, other, to_float=True)
 
 
@@ -414,18 +408,21 @@ def copysign(input: Tensor, other: Any) -> Tensor:
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """sqrt(input^2 + other^2) without overflow. Raises NotImplementedError for integers."""
+    require_tensor("hypot", other, "other", 2)
     _refuse_integers("hypot_cpu", input, other)
     return _float_binary(HYPOT, input, other, tensor_other=True)
 
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """log(exp(input) + exp(other)) without overflow. NotImplementedError for integers."""
+    require_tensor("logaddexp", other, "other", 2)
     _refuse_integers("logaddexp_cpu", input, other)
     return _float_binary(LOGADDEXP, input, other, tensor_other=True)
 
 
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2^input + 2^other) without overflow. NotImplementedError for integers."""
+    require_tensor("logaddexp2", other, "other", 2)
     _refuse_integers("logaddexp2_cpu", input, other)
     return _float_binary(LOGADDEXP2, input, other, tensor_other=True)
 
@@ -447,14 +444,14 @@ def _refuse_integers(kernel: str, *operands: Any) -> None:
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum ignoring NaN (NaN only where both are NaN); keeps integer dtypes."""
     require_tensor("fmax", input)
-    _require_tensor_other("fmax", "other", other)
+    require_tensor("fmax", other, "other", 2)
     return binary(FMAX, input, other)
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum ignoring NaN (NaN only where both are NaN)."""
     require_tensor("fmin", input)
-    _require_tensor_other("fmin", "other", other)
+    require_tensor("fmin", other, "other", 2)
     return binary(FMIN, input, other)
 
 
@@ -464,7 +461,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     Raises RuntimeError when the dtypes differ (as PyTorch); backward raises RuntimeError.
     """
     require_tensor("heaviside", input)
-    _require_tensor_other("heaviside", "values", values)
+    require_tensor("heaviside", values, "values", 2)
     if input._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes. "
                            "Convert one first, e.g. values.to(input.dtype)")
@@ -474,7 +471,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
     """The next representable value after input toward other (in input's float dtype)."""
     require_tensor("nextafter", input)
-    _require_tensor_other("nextafter", "other", other)
+    require_tensor("nextafter", other, "other", 2)
+    _refuse_integers("nextafter_cpu", input, other)
     return binary(NEXTAFTER, input, other)
 
 
@@ -503,8 +501,15 @@ def float_power_(self: Tensor, exponent: Any) -> Tensor:
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
-    """input * 2 ** other; a float result (integers give the default float dtype)."""
+    """input * 2 ** other; a float result (integers give the default float dtype).
+
+    Raises TypeError for a number operand, NotImplementedError for a float input with a
+    bool exponent (measured in PyTorch; an integer or bool input takes one).
+    """
     require_tensor("ldexp", input)
+    require_tensor("ldexp", other, "other", 2)
+    if other._data.dtype.kind == "b" and input._data.dtype.kind == "f":
+        raise not_implemented_for("pow", other._data.dtype)
     scale = pointwise.pow(2.0, as_tensor_operand(other))
     mantissa = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
     return mantissa * scale

@@ -665,12 +665,17 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
 # ----- logical reductions (no gradient) -----------------------------------------------
 
 
+def _logical_result(x: np.ndarray, out: Any) -> np.ndarray:
+    # bool, except uint8 in, uint8 out (PyTorch's legacy rule for any/all)
+    return np.asarray(out, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_)
+
+
 def _any_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.any(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+    return _logical_result(x, np.any(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _all_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.all(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+    return _logical_result(x, np.all(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _count_nonzero_forward(x: np.ndarray, dims: tuple[int, ...] | None) -> np.ndarray:
