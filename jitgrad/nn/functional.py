@@ -2,9 +2,10 @@
 
 Fused ops (softmax, log_softmax, layer_norm, nll_loss, embedding, binary cross-entropy
 element losses, constant padding) live in `jitgrad.eager.ops.nn_ops`, activations in
-`jitgrad.eager.ops.activation`; everything else here is a composite of existing ops,
-so its gradient comes from theirs. Behaviours and messages follow PyTorch as measured
-in research/eager_autograd.md §2.9.
+`jitgrad.eager.ops.activation` (their `inplace` forms and the composite activations in
+`functional_activation`, convolutions in `functional_conv`); everything else here is a
+composite of existing ops, so its gradient comes from theirs. Behaviours and messages
+follow PyTorch as measured in research/eager_autograd.md §2.9.
 """
 
 from __future__ import annotations
@@ -16,16 +17,42 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.grad_mode import no_grad
-from jitgrad.eager.ops import activation, linalg, nn_ops, pointwise, shape
+from jitgrad.eager.ops import linalg, nn_ops, pointwise, shape
 from jitgrad.eager.ops import reduction as reduce_ops
 from jitgrad.eager.ops.activation import gelu, logsigmoid, sigmoid, softplus
 from jitgrad.eager.ops.comparison import clamp_min, where
-from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.linalg import linear
 from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import dropout_mask
 from jitgrad.eager.tensor import Tensor
+from jitgrad.nn.functional_activation import (
+    celu,
+    celu_,
+    elu,
+    elu_,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    hardtanh_,
+    leaky_relu,
+    leaky_relu_,
+    mish,
+    relu,
+    relu6,
+    relu_,
+    selu,
+    selu_,
+    silu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
 from jitgrad.nn.functional_conv import avg_pool2d, conv2d, max_pool2d
 
 # ----- losses -------------------------------------------------------------------------
@@ -410,52 +437,13 @@ def _norm_keepdim(input: Tensor, p: float, dim: int) -> Tensor:
     return reduce_ops.norm(input, p, dim, keepdim=True)
 
 
-# ----- activations with PyTorch's `inplace` flag ------------------------------------------
-
-
-def _activation(op: Any, input: Tensor, inplace: bool, *args: Any) -> Tensor:
-    """op(input, *args), or written into `input` (with its history rebased) when inplace."""
-    if inplace:
-        return apply_inplace(input, lambda t: op(t, *args))
-    return op(input, *args)
-
-
-def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """max(x, 0) elementwise; inplace=True overwrites `input` (as input.relu_())."""
-    return _activation(activation.relu, input, inplace)
-
-
-def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x, 0), 6) elementwise; inplace=True overwrites `input`."""
-    return _activation(activation.relu6, input, inplace)
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """x if x >= 0 else negative_slope * x; inplace=True overwrites `input`."""
-    return _activation(activation.leaky_relu, input, inplace, negative_slope)
-
-
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """x if x > 0 else alpha * (exp(x) - 1); inplace=True overwrites `input`."""
-    return _activation(activation.elu, input, inplace, alpha)
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
-    """x clamped to [min_val, max_val]; inplace=True overwrites `input`."""
-    return _activation(activation.hardtanh, input, inplace, min_val, max_val)
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x); inplace=True overwrites `input`."""
-    return _activation(activation.silu, input, inplace)
-
-
 __all__ = [
     "linear", "softmax", "log_softmax", "layer_norm", "embedding", "dropout", "cross_entropy",
     "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "one_hot", "scaled_dot_product_attention", "pad",
     "relu", "relu6", "leaky_relu", "gelu", "silu", "softplus", "elu", "hardtanh", "logsigmoid",
     "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity", "conv2d", "max_pool2d",
-    "avg_pool2d",
+    "avg_pool2d", "hardsigmoid", "hardswish", "threshold", "mish", "selu", "celu", "softsign",
+    "tanhshrink", "hardshrink", "softshrink", "softmin", "glu", "relu_", "elu_", "hardtanh_",
+    "leaky_relu_", "threshold_", "selu_", "celu_",
 ]
