@@ -186,3 +186,25 @@ def test_retain_grad_through_setitem_is_the_final_values_gradient():
     _weighted_backward(y)
     np.testing.assert_array_equal(y.grad.numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 6.0])
+
+
+@pytest.mark.parametrize("upstream", [INF, NAN], ids=["inf", "nan"])
+def test_embedding_padding_row_gets_zero_even_for_inf_and_nan_upstream(upstream):
+    weight = jg.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    out = F.embedding(jg.tensor([0, 1, 1]), weight, padding_idx=1)
+    out.backward(jg.full(out.shape, upstream))
+    grad = weight.grad.numpy()
+    np.testing.assert_array_equal(grad[1:], 0.0)  # torch 2.13: the padding row is exactly 0
+    assert np.all(~np.isfinite(grad[0]))
+
+
+@pytest.mark.parametrize("reduction_input", ["nll", "cross_entropy"])
+def test_ignored_targets_get_zero_gradient_for_inf_upstream(reduction_input):
+    logits = jg.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]], requires_grad=True)
+    target = jg.tensor([0, -100])
+    if reduction_input == "nll":
+        loss = F.nll_loss(F.log_softmax(logits, 1), target, reduction="none")
+    else:
+        loss = F.cross_entropy(logits, target, reduction="none")
+    loss.backward(jg.full((2,), INF))
+    np.testing.assert_array_equal(logits.grad.numpy()[1], 0.0)

@@ -301,10 +301,10 @@ def _embedding_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:
     """Rows of g added into the rows of W they came from (repeated ids accumulate);
     the padding row gets no gradient."""
     padding_idx = ctx.params["padding_idx"]
-    shape, np_dtype = ctx.input_metadata[0]
-    if padding_idx is not None:
-        g = g * xp.reshape(xp.cast(indices != padding_idx, np_dtype),
-                           tuple(ctx.input_metadata[1][0]) + (1,))
+    shape = ctx.input_metadata[0][0]
+    if padding_idx is not None:  # selected, so an inf/NaN g of a padding id stays off
+        kept = xp.reshape(indices != padding_idx, tuple(ctx.input_metadata[1][0]) + (1,))
+        g = xp.where(kept, g, 0.0)
     return xp.embedding_backward(g, indices, shape[0]), None
 
 
