@@ -3,10 +3,14 @@
 PyTorch conventions (research/eager_autograd.md §2.5): an empty dim tuple means all
 dims; integer/bool sums and products give int64; mean/var/std of an integer tensor are
 errors; `axis=` and `keepdims=` are accepted as aliases, as PyTorch does. Gradient
-conventions: ties of a full max/min/amax/amin share the gradient evenly; `max(dim)`
-routes it to the returned index (see sorting.py, Note [Values at indices]); prod and
-std are zero-safe. The sorting and scan family lives in `sorting.py` and is re-exported
-here.
+conventions: ties of a full max/min/amax/amin share the gradient evenly (a full
+max/min/median selects g at its hits, amax/amin multiply by the hit mask, as PyTorch);
+`max(dim)` routes it to the returned index (see sorting.py, Note [Values at indices]);
+prod and std are zero-safe. Over no elements, reductions with an identity give it (sum
+0, prod 1, logsumexp -inf) and the others raise PyTorch's error
+(`check_nonempty_reduction`). Float16/float32 sums accumulate accurately (Note
+[Accumulating float sums]). The sorting and scan family lives in `sorting.py` and is
+re-exported here.
 """
 
 from __future__ import annotations
