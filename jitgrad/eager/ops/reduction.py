@@ -93,19 +93,25 @@ def _axis(x: np.ndarray, dims: tuple[int, ...] | None) -> tuple[int, ...] | None
 # once. Products never pair up: float16/float32 products always accumulate in float64.
 
 
-def _pairwise(x: np.ndarray, axis: tuple[int, ...] | None) -> bool:
-    """Whether numpy's add.reduce of x over `axis` sums pairwise (Note above)."""
-    if not x.flags.c_contiguous:
-        return False
-    return axis is None or axis == tuple(range(x.ndim - len(axis), x.ndim))
+_FLOAT16, _FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def _sum_accumulator(x: np.ndarray, axis: tuple[int, ...] | None) -> Any:
+    """dtype= for add.reduce of x over `axis` (sorted dims): float64 for float16, and for
+    float32 unless numpy sums pairwise there (Note above); None keeps x's dtype."""
+    dtype = x.dtype
+    if dtype is _FLOAT32 or dtype == _FLOAT32:
+        # pairwise: C-contiguous and the dims are the trailing ones (axis sorted, distinct)
+        if x.flags.c_contiguous and (axis is None or axis[0] == x.ndim - len(axis)):
+            return None
+        return np.float64
+    return np.float64 if dtype == _FLOAT16 else None
 
 
 def accumulate_sum(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool = False) -> Any:
     """add.reduce of a float array, in float64 where x's dtype would lose the sum (see
     Note [Accumulating float sums]); the caller rounds to x's dtype after its last step."""
-    if x.dtype == np.float16 or (x.dtype == np.float32 and not _pairwise(x, axis)):
-        return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float64)
-    return np.add.reduce(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=_sum_accumulator(x, axis))
 
 
 def _float_accumulator(x: np.ndarray, out_dtype: Any) -> Any:
@@ -129,8 +135,10 @@ def _float_input(input: Tensor, name: str) -> np.ndarray:
 def _sum_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                  out_dtype: Any) -> np.ndarray:
     axis, keep = _axis(x, dims), keepdim and x.ndim > 0
-    if out_dtype is None and x.dtype.kind == "f":
-        return np.asarray(accumulate_sum(x, axis, keep).astype(x.dtype, copy=False))
+    accumulator = _sum_accumulator(x, axis) if out_dtype is None else None
+    if accumulator is not None:
+        return np.asarray(np.add.reduce(x, axis=axis, dtype=accumulator, keepdims=keep)
+                          .astype(x.dtype))
     return np.asarray(np.add.reduce(x, axis=axis, dtype=out_dtype, keepdims=keep))
 
 
