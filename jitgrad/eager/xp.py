@@ -45,6 +45,10 @@ class NumpyNamespace:
     cosh = staticmethod(np.cosh)
 
     @staticmethod
+    def lgamma(x: Any) -> Any:
+        return _keep_dtype(special.gammaln(x), x)
+
+    @staticmethod
     def digamma(x: Any) -> Any:
         return _keep_dtype(special.digamma(x), x)
 

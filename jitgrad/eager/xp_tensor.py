@@ -40,6 +40,7 @@ erf = pointwise.erf
 trunc = pointwise.trunc
 sinh = pointwise_math.sinh
 cosh = pointwise_math.cosh
+lgamma = pointwise_math.lgamma
 digamma = pointwise_math.digamma
 polygamma = pointwise_math.polygamma
 i0 = pointwise_math.i0

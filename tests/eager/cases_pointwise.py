@@ -252,6 +252,20 @@ MATH = [
            (POSITIVE, ROW), dtypes=(np.float64,)),
     OpCase("ldexp", jg.ldexp, lambda a, e: a * 2.0 ** e, (A, INTS_ROW)),
     OpCase("nextafter", jg.nextafter, np.nextafter, (A, ROW), differentiable=False),
+    OpCase("igamma", jg.igamma, special.gammainc,
+           (Arg((3, 4), 0.5, 3.0, requires_grad=False), POSITIVE_ROW), rtol=2e-5),
+    OpCase("igammac", jg.igammac, special.gammaincc,
+           (Arg((3, 1), 0.5, 3.0, requires_grad=False), POSITIVE), rtol=2e-5),
+    OpCase("angle", jg.angle, lambda a: np.where(a < 0, np.pi, 0.0), (A,)),
+    OpCase("mvlgamma", lambda a: jg.mvlgamma(a, 3),
+           lambda a: special.multigammaln(a.astype(np.float64), 3) if a.ndim == 0 else
+           np.vectorize(lambda v: special.multigammaln(v, 3))(a), (Arg((3, 4), 1.5, 4.0),)),
+    OpCase("left_shift_operator", lambda a, b: a << b, np.left_shift,
+           (INTS, Arg((4,), 0, 5, kind="int")), differentiable=False),
+    OpCase("right_shift", jg.bitwise_right_shift, np.right_shift,
+           (INTS, Arg((4,), 0, 3, kind="int")), differentiable=False),
+    OpCase("gcd", jg.gcd, np.gcd, (INTS, INTS_ROW), differentiable=False),
+    OpCase("lcm", jg.lcm, np.lcm, (INTS, INTS_ROW), differentiable=False),
 ]
 
 CASES = UNARY + ACTIVATIONS + BINARY + SELECTIONS + COMPARISONS + MATH

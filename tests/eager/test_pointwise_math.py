@@ -38,6 +38,14 @@ EDGES = {
                   [0.0, 0.5, 1.0]),
     "logaddexp_large": (lambda: jg.logaddexp(jg.tensor([1000.0]), jg.tensor([1000.0])),
                         [1000.0 + math.log(2)]),
+    "left_shift_past_the_width": (lambda: jg.tensor([1, -8, 5]) << 70, [0, 0, 0]),
+    "right_shift_negative_amount": (lambda: jg.tensor([1, -8, 5]) >> -1, [0, -1, 0]),
+    "left_shift_number_first": (lambda: 2 << jg.tensor([1, -8, 5]), [4, 0, 64]),
+    "gcd_lcm_signs": (lambda: jg.cat([jg.gcd(jg.tensor([1, -8, 5]), jg.tensor([4, 12, 0])),
+                                      jg.lcm(jg.tensor([1, -8, 5]), jg.tensor([4, 12, 0]))]),
+                      [1, 4, 5, 4, 24, 0]),
+    "angle": (lambda: jg.angle(jg.tensor([1.0, -2.0, -0.0, NAN])), [0.0, math.pi, 0.0, NAN]),
+    "mvlgamma_outside_domain": (lambda: jg.mvlgamma(jg.tensor([0.5]), 2), [INF]),
 }
 
 
@@ -97,6 +105,11 @@ REFUSED = {
                            "does not support negative n"),
     "float_power__f32": (lambda: jg.ones(2).float_power_(2), RuntimeError,
                          "the base given to float_power_ has dtype"),
+    "shift_float": (lambda: jg.ones(2) << 1, NotImplementedError, '"lshift_cpu"'),
+    "gcd_number": (lambda: jg.gcd(INTS, 4), TypeError, "'other' (position 2) must be Tensor"),
+    "gcd_float": (lambda: jg.gcd(jg.ones(2), jg.ones(2)), NotImplementedError, '"gcd_cpu"'),
+    "igamma_int": (lambda: jg.igamma(INTS, INTS), NotImplementedError, '"igamma_cpu"'),
+    "mvlgamma_p0": (lambda: jg.mvlgamma(jg.ones(2), 0), RuntimeError, "greater than or equal"),
 }
 
 
@@ -106,6 +119,18 @@ def test_refused_as_torch(name):
     with pytest.raises(error) as info:
         call()
     assert words in str(info.value)
+
+
+def test_igamma_gradient_goes_to_x_only():
+    a = jg.tensor([1.0, 2.0], dtype=jg.float64)
+    x = jg.tensor([0.5, 3.0], dtype=jg.float64, requires_grad=True)
+    jg.igamma(a, x).sum().backward()
+    expected = np.exp((a.numpy() - 1) * np.log([0.5, 3.0]) - [0.5, 3.0]) / [1.0, 1.0]
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)  # torch: [0.6065, 0.1494]
+    np.testing.assert_array_equal(a.clone().igammac_(x.detach()).numpy(),
+                                  jg.igammac(a, x.detach()).numpy())
+    with pytest.raises(NotImplementedError, match="the derivative for 'igamma: input'"):
+        jg.igamma(a.requires_grad_(), x.detach()).sum().backward()
 
 
 def test_heaviside_backward_raises():

@@ -104,6 +104,12 @@ BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB)
 BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB)
 BITWISE_XOR = register("bitwise_xor", np.bitwise_xor, inputs=AB)
 BITWISE_NOT = register("bitwise_not", np.invert, inputs=X)
+# numpy's shifts already give PyTorch's results for shifts outside [0, bits): 0, or -1 for
+# a negative value shifted right
+LEFT_SHIFT = register("bitwise_left_shift", np.left_shift, inputs=AB)
+RIGHT_SHIFT = register("bitwise_right_shift", np.right_shift, inputs=AB)
+GCD = register("gcd", np.gcd, inputs=AB)
+LCM = register("lcm", np.lcm, inputs=AB)
 
 
 def logical_and(input: Any, other: Any) -> Tensor:
@@ -166,6 +172,46 @@ def bitwise_not(input: Tensor) -> Tensor:
     if input._data.dtype.kind == "f":
         raise not_implemented_for("bitwise_not_cpu", input._data.dtype)
     return unary(BITWISE_NOT, input)
+
+
+def _integer_op(op: Any, kernel: str, input: Any, other: Any) -> Tensor:
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    rd = result_dtype(a, b)
+    if rd.is_floating_point:
+        raise not_implemented_for(kernel, rd.np)
+    return binary(op, a, b)
+
+
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    """input << other for integer tensors (either side may be a number); a shift outside
+    [0, bits) gives 0. Raises NotImplementedError for floats."""
+    return _integer_op(LEFT_SHIFT, "lshift_cpu", input, other)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    """input >> other (arithmetic: the sign is kept); a shift outside [0, bits) gives 0, or
+    -1 for negative values. Raises NotImplementedError for floats."""
+    return _integer_op(RIGHT_SHIFT, "rshift_cpu", input, other)
+
+
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise greatest common divisor (non-negative) of integer tensors.
+
+    Raises TypeError for a number operand, NotImplementedError for floats.
+    """
+    require_tensor("gcd", input)
+    require_tensor("gcd", other, "other", 2)
+    return _integer_op(GCD, "gcd_cpu", input, other)
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise least common multiple (non-negative; 0 if either is 0) of integer tensors.
+
+    Raises TypeError for a number operand, NotImplementedError for floats.
+    """
+    require_tensor("lcm", input)
+    require_tensor("lcm", other, "other", 2)
+    return _integer_op(LCM, "lcm_cpu", input, other)
 
 
 def _invert(self: Tensor) -> Tensor:
@@ -449,7 +495,8 @@ def _reflected(fn: Any) -> Any:
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
            "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+           "bitwise_right_shift", "gcd", "lcm", "isnan", "isinf",
            "isfinite", "equal", "isclose", "allclose", "maximum", "minimum", "where",
            "masked_fill", "clamp", "clip", "clamp_min", "clamp_max"]
 
@@ -464,6 +511,10 @@ METHODS = {
     "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
     "__rand__": _reflected(bitwise_and), "__ror__": _reflected(bitwise_or),
     "__rxor__": _reflected(bitwise_xor), "__invert__": _invert,
+    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+    "__lshift__": bitwise_left_shift, "__rshift__": bitwise_right_shift,
+    "__rlshift__": _reflected(bitwise_left_shift), "__rrshift__": _reflected(bitwise_right_shift),
+    "gcd": gcd, "lcm": lcm,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "equal": equal,
     "isclose": isclose, "allclose": allclose, "maximum": maximum, "minimum": minimum,
     "where": _where_method, "masked_fill": masked_fill, "clamp": clamp, "clip": clamp,

@@ -416,7 +416,8 @@ POINTWISE = (
     "logical_or", "logical_xor", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "exp2", "erfc", "erfinv",
     "lgamma", "digamma", "polygamma", "i0", "sinc", "logit", "deg2rad", "rad2deg", "sgn",
-    "copysign", "hypot", "xlogy", "heaviside", "ldexp", "nextafter",
+    "copysign", "hypot", "xlogy", "heaviside", "ldexp", "nextafter", "bitwise_left_shift",
+    "bitwise_right_shift", "gcd", "lcm", "igamma", "igammac", "mvlgamma",
 )
 _ALIASES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
             "negative": "neg", "clip": "clamp", "absolute": "abs", "fix": "trunc",
@@ -424,7 +425,8 @@ _ALIASES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide"
             "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
 _OPERATORS = {"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
               "__ipow__": "pow", "__ifloordiv__": "floor_divide", "__imod__": "remainder",
-              "__iand__": "bitwise_and", "__ior__": "bitwise_or", "__ixor__": "bitwise_xor"}
+              "__iand__": "bitwise_and", "__ior__": "bitwise_or", "__ixor__": "bitwise_xor",
+              "__ilshift__": "bitwise_left_shift", "__irshift__": "bitwise_right_shift"}
 
 METHODS: dict[str, Any] = {f"{name}_": _inplace_of(name) for name in POINTWISE}
 METHODS.update({f"{alias}_": METHODS[f"{name}_"] for alias, name in _ALIASES.items()})

@@ -125,6 +125,11 @@ def _logit_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     return (xp.where((x < eps) | (x > 1 - eps), 0.0, grad),)  # clamped region: 0
 
 
+def _angle_forward(x: np.ndarray) -> np.ndarray:
+    # the argument of a real number: pi below 0, else 0; NaN stays NaN
+    return np.where(x < 0, x.dtype.type(math.pi), np.where(x != x, x, x.dtype.type(0)))
+
+
 def _scale_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (g * ctx.params["scale"],)
 
@@ -169,6 +174,8 @@ LOGIT = register("logit", _logit_forward, _logit_backward, inputs=X, saves=X,
 SCALE = register("scale", lambda x, scale: x * x.dtype.type(scale), _scale_backward,
                  inputs=X, source="linear: d(c x) = c dx")
 SIGNBIT = register("signbit", np.signbit, inputs=X)
+ANGLE = register("angle", _angle_forward, lambda xp, ctx, g: (xp.zeros_like(g),), inputs=X,
+                 source="piecewise constant for real inputs: zero gradient")
 
 
 def _float_unary(op: Any, input: Any, **params: Any) -> Tensor:
@@ -290,6 +297,24 @@ def signbit(input: Tensor) -> Tensor:
     return unary(SIGNBIT, input)
 
 
+def angle(input: Tensor) -> Tensor:
+    """The argument of each (real) element: pi where negative, else 0; a float result."""
+    return _float_unary(ANGLE, input)
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """Multivariate log-gamma of dimension p: p(p-1)/4 ln(pi) + sum_i lgamma(x - i/2).
+
+    Raises RuntimeError for p < 1.
+    """
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1 (got p={p})")
+    total = lgamma(input)
+    for i in range(1, p):
+        total = total + lgamma(input - i / 2)
+    return total + p * (p - 1) / 4 * math.log(math.pi)
+
+
 def positive(input: Tensor) -> Tensor:
     """`+input`: the input itself. Raises RuntimeError for bool tensors (as PyTorch)."""
     if input._data.dtype.kind == "b":
@@ -350,6 +375,17 @@ def _fmin_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
             (xp.where(to_a, 0.0, g) if need_b else None))
 
 
+def _igamma_backward(xp: Any, ctx: Any, g: Any, a: Any, x: Any) -> tuple:
+    """d/dx P(a, x) = x^(a-1) e^(-x) / Gamma(a) (Q = 1 - P: negated); PyTorch defines no
+    derivative for a."""
+    need_a, need_x = ctx.needs_input_grad
+    if need_a:
+        raise NotImplementedError(f"the derivative for '{ctx.op.name}: input' is not "
+                                  "implemented; detach the first argument")
+    density = xp.exp((a - 1) * xp.log(x) - x - xp.lgamma(a))
+    return None, g * density * ctx.params["sign"]
+
+
 def _heaviside_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     raise RuntimeError("derivative for aten::heaviside is not implemented (heaviside is "
                        "piecewise constant; detach its inputs)")
@@ -386,6 +422,10 @@ def _heaviside_forward(input: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.asarray(np.heaviside(input, values)).astype(input.dtype, copy=False)
 
 
+IGAMMA = register("igamma", lambda a, x, sign: special.gammainc(a, x), _igamma_backward,
+                  inputs=AB, saves=AB, source="regularized lower incomplete gamma P(a, x)")
+IGAMMAC = register("igammac", lambda a, x, sign: special.gammaincc(a, x), _igamma_backward,
+                   inputs=AB, saves=AB, source="regularized upper incomplete gamma Q(a, x)")
 HEAVISIDE = register("heaviside", _heaviside_forward, _heaviside_backward,
                      inputs=("input", "values"), source="PyTorch defines no derivative")
 NEXTAFTER = register("nextafter", np.nextafter, _nextafter_backward, inputs=AB,
@@ -453,6 +493,27 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
     require_tensor("fmin", input)
     require_tensor("fmin", other, "other", 2)
     return binary(FMIN, input, other)
+
+
+def igamma(input: Tensor, other: Tensor) -> Tensor:
+    """The regularized lower incomplete gamma function P(input, other).
+
+    Gradient: to `other` only (backward for `input` raises NotImplementedError, as
+    PyTorch). Raises NotImplementedError for integer tensors.
+    """
+    return _incomplete_gamma(IGAMMA, input, other, 1.0)
+
+
+def igammac(input: Tensor, other: Tensor) -> Tensor:
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P."""
+    return _incomplete_gamma(IGAMMAC, input, other, -1.0)
+
+
+def _incomplete_gamma(op: Any, input: Tensor, other: Tensor, sign: float) -> Tensor:
+    require_tensor(op.name, input)
+    require_tensor(op.name, other, "other", 2)
+    _refuse_integers(f"{op.name}_cpu", input, other)
+    return binary(op, input, other, sign=sign)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -535,13 +596,15 @@ __all__ = ["sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "a
            "arccosh", "arctanh", "arcsin", "arccos", "arctan", "exp2", "erfc", "erfinv",
            "lgamma", "digamma", "polygamma", "i0", "sinc", "logit", "deg2rad", "rad2deg",
            "sgn", "signbit", "positive", "copysign", "hypot", "logaddexp", "logaddexp2",
-           "xlogy", "fmax", "fmin", "heaviside", "nextafter", "float_power", "ldexp", "frexp"]
+           "xlogy", "fmax", "fmin", "heaviside", "nextafter", "float_power", "ldexp", "frexp",
+           "igamma", "igammac", "angle", "mvlgamma"]
 
 _SAME_NAME = ("sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "arcsinh",
               "arccosh", "arctanh", "arcsin", "arccos", "arctan", "exp2", "erfc", "erfinv",
               "lgamma", "digamma", "i0", "sinc", "logit", "deg2rad", "rad2deg", "sgn",
               "signbit", "positive", "copysign", "hypot", "logaddexp", "logaddexp2", "xlogy",
-              "fmax", "fmin", "heaviside", "nextafter", "float_power", "ldexp", "frexp")
+              "fmax", "fmin", "heaviside", "nextafter", "float_power", "ldexp", "frexp",
+              "igamma", "igammac", "angle", "mvlgamma")
 METHODS: dict[str, Any] = {name: globals()[name] for name in _SAME_NAME}
 METHODS["polygamma"] = lambda self, n: polygamma(n, self)  # Tensor.polygamma(n)
 METHODS["float_power_"] = float_power_
