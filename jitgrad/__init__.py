@@ -39,6 +39,7 @@ from jitgrad.eager.ops.inplace import *  # noqa: F403
 from jitgrad.eager.ops.linalg import *  # noqa: F403
 from jitgrad.eager.ops.nn_ops import *  # noqa: F403
 from jitgrad.eager.ops.pointwise import *  # noqa: F403
+from jitgrad.eager.ops.pointwise_math import *  # noqa: F403
 from jitgrad.eager.ops.random import *  # noqa: F403
 from jitgrad.eager.ops.reduction import *  # noqa: F403
 from jitgrad.eager.ops.shape import *  # noqa: F403
@@ -47,7 +48,7 @@ from jitgrad.eager.printing import get_printoptions, set_printoptions
 from jitgrad.eager.tensor import Size, Tensor, device
 from jitgrad.eager.type_info import finfo, iinfo
 
-from jitgrad import autograd, cuda, linalg, nn, optim, utils  # noqa: E402  (after the Tensor methods exist)
+from jitgrad import autograd, cuda, linalg, nn, optim, special, utils  # noqa: E402  (after the Tensor methods exist)
 from jitgrad import accelerator, amp, backends, distributed, onnx  # noqa: E402  (torch's CPU-only answers)
 from jitgrad._patch import patch_torch, unpatch_torch  # noqa: E402
 from jitgrad.serialization import load, save  # noqa: E402

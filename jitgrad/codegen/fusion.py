@@ -51,7 +51,11 @@ REDUCTION_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 # reductions whose output has the input's shape (they normalize along the reduced dims)
 NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
 _REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "argmax", "argmin", "var", "std",
-                         "logsumexp", "softmax", "log_softmax", "layer_norm", "nll_loss"})
+                         "logsumexp", "softmax", "log_softmax", "layer_norm", "nll_loss",
+                         "max", "min"})
+# ops whose forward is another kind's (a full max is amax over all dims; only their
+# backward formulas differ, and backward graphs are built from those)
+_KIND_OF = {"max": "amax", "min": "amin"}
 
 
 # members per pointwise group: numba's SSA pass recurses once per statement of a kernel,
@@ -90,7 +94,7 @@ def reduction_spec(node: Node) -> ReductionSpec | None:
     if node.op != "call_function" or getattr(node.target, "name", None) not in _REDUCTIONS \
             or OPS.get(node.target.name) is not node.target:
         return None
-    kind = node.target.name
+    kind = _KIND_OF.get(node.target.name, node.target.name)
     source = node.args[0]
     if kind == "nll_loss":
         return _cross_entropy_spec(node)

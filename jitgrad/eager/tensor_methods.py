@@ -17,14 +17,15 @@ from jitgrad.eager.ops import (
     linalg,
     nn_ops,
     pointwise,
+    pointwise_math,
     random,
     reduction,
     shape,
 )
 from jitgrad.eager.tensor import Tensor
 
-OP_MODULES = (creation, random, pointwise, comparison, activation, reduction, shape, indexing,
-              inplace, linalg, nn_ops, counting)
+OP_MODULES = (creation, random, pointwise, pointwise_math, comparison, activation, reduction,
+              shape, indexing, inplace, linalg, nn_ops, counting)
 
 
 def install() -> None:

@@ -19,6 +19,12 @@ import numpy as np
 from scipy import special
 
 
+def _keep_dtype(out: Any, x: Any) -> Any:
+    """scipy's result in x's float dtype (scipy computes float16/float32 wider)."""
+    dtype = getattr(x, "dtype", None)
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+
+
 class NumpyNamespace:
     """Backward-formula functions over numpy arrays."""
 
@@ -35,6 +41,28 @@ class NumpyNamespace:
     minimum = staticmethod(np.minimum)
     floor_divide = staticmethod(np.floor_divide)
     trunc = staticmethod(np.trunc)
+    sinh = staticmethod(np.sinh)
+    cosh = staticmethod(np.cosh)
+
+    @staticmethod
+    def lgamma(x: Any) -> Any:
+        return _keep_dtype(special.gammaln(x), x)
+
+    @staticmethod
+    def digamma(x: Any) -> Any:
+        return _keep_dtype(special.digamma(x), x)
+
+    @staticmethod
+    def polygamma(n: int, x: Any) -> Any:
+        return _keep_dtype(special.polygamma(n, x), x)
+
+    @staticmethod
+    def i0(x: Any) -> Any:
+        return _keep_dtype(special.i0(x), x)
+
+    @staticmethod
+    def i1(x: Any) -> Any:
+        return _keep_dtype(special.i1(x), x)
 
     @staticmethod
     def where(cond: Any, a: Any, b: Any) -> Any:
@@ -155,11 +183,15 @@ class NumpyNamespace:
 
     @staticmethod
     def cumsum(x: Any, dim: int) -> Any:
-        return np.cumsum(x, axis=dim)
+        from jitgrad.eager.ops.sorting import scan_accumulating
+
+        return scan_accumulating(np.cumsum, np.asarray(x), dim)
 
     @staticmethod
     def cumprod(x: Any, dim: int) -> Any:
-        return np.cumprod(x, axis=dim)
+        from jitgrad.eager.ops.sorting import scan_accumulating
+
+        return scan_accumulating(np.cumprod, np.asarray(x), dim)
 
     @staticmethod
     def take_along_dim(x: Any, index: Any, dim: int) -> Any:

@@ -18,6 +18,7 @@ from jitgrad.eager.ops import (
     joining,
     linalg,
     pointwise,
+    pointwise_math,
     reduction,
     shape,
     sorting,
@@ -37,6 +38,13 @@ abs = pointwise.abs  # noqa: A001
 sign = pointwise.sign
 erf = pointwise.erf
 trunc = pointwise.trunc
+sinh = pointwise_math.sinh
+cosh = pointwise_math.cosh
+lgamma = pointwise_math.lgamma
+digamma = pointwise_math.digamma
+polygamma = pointwise_math.polygamma
+i0 = pointwise_math.i0
+i1 = pointwise_math.i1
 sigmoid = activation.sigmoid
 where = comparison.where
 matmul = linalg.matmul

@@ -2,9 +2,10 @@
 
 Fused ops (softmax, log_softmax, layer_norm, nll_loss, embedding, binary cross-entropy
 element losses, constant padding) live in `jitgrad.eager.ops.nn_ops`, activations in
-`jitgrad.eager.ops.activation`; everything else here is a composite of existing ops,
-so its gradient comes from theirs. Behaviours and messages follow PyTorch as measured
-in research/eager_autograd.md §2.9.
+`jitgrad.eager.ops.activation` (their `inplace` forms and the composite activations in
+`functional_activation`, convolutions in `functional_conv`); everything else here is a
+composite of existing ops, so its gradient comes from theirs. Behaviours and messages
+follow PyTorch as measured in research/eager_autograd.md §2.9.
 """
 
 from __future__ import annotations
@@ -16,17 +17,43 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.grad_mode import no_grad
-from jitgrad.eager.ops import activation, linalg, nn_ops, pointwise, shape
+from jitgrad.eager.ops import linalg, nn_ops, pointwise, shape
 from jitgrad.eager.ops import reduction as reduce_ops
 from jitgrad.eager.ops.activation import gelu, logsigmoid, sigmoid, softplus
 from jitgrad.eager.ops.comparison import clamp_min, where
-from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.linalg import linear
 from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
 from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import dropout_mask
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional_sampling as sampling
+from jitgrad.nn.functional_activation import (
+    celu,
+    celu_,
+    elu,
+    elu_,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    hardtanh_,
+    leaky_relu,
+    leaky_relu_,
+    mish,
+    relu,
+    relu6,
+    relu_,
+    selu,
+    selu_,
+    silu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
 from jitgrad.nn.functional_conv import (
     avg_pool2d,
     conv1d,
@@ -154,9 +181,14 @@ def _cross_entropy_probabilities(log_probs: Tensor, target: Tensor, weight: Tens
 
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
-    """Mean squared error; warns (UserWarning) when target's shape differs from input's."""
+    """Mean squared error; warns (UserWarning) when target's shape differs from input's.
+
+    Raises NotImplementedError when both are integer tensors (as PyTorch).
+    """
     reduction = _reduction(size_average, reduce, reduction)
     _warn_target_size(input, target)
+    if input._data.dtype.kind != "f" and target._data.dtype.kind != "f":
+        raise pointwise.not_implemented_for("mse_cpu", input._data.dtype)
     diff = input - target
     return _reduce(diff * diff, reduction)
 
@@ -199,13 +231,17 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """-(y log p + (1-y) log(1-p)) with each log clamped at -100 (PyTorch's rule).
 
     Raises ValueError when target's shape differs from input's, RuntimeError when an
-    input is outside [0, 1].
+    input is outside [0, 1] or target's dtype is not input's.
     """
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape!r}) that is different to the input "
                          f"size ({input.shape!r}) is deprecated. Please ensure they have the "
                          "same size.")
+    if target._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Found dtype {nn_ops.TORCH_TYPE_NAMES[target._data.dtype.name]} but "
+                           f"expected {nn_ops.TORCH_TYPE_NAMES[input._data.dtype.name]}; convert "
+                           "the target first, e.g. target.to(input.dtype)")
     p = input._data
     if p.size and (p.min() < 0 or p.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1 (apply sigmoid "
@@ -345,12 +381,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
     The mask is drawn from jitgrad's default generator (seed with `jitgrad.manual_seed`);
     it cannot reproduce PyTorch's random stream. p=1 gives zeros; eval is the identity.
-    Raises ValueError unless 0 <= p <= 1.
+    Raises ValueError unless 0 <= p <= 1, RuntimeError for a non-float input (0 < p < 1).
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if input._data.dtype.kind != "f" and p < 1.0:  # the 1/(1-p) scale is a float
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{nn_ops.TORCH_TYPE_NAMES[input._data.dtype.name]}; convert first, "
+                           "e.g. t.float()")
     if p == 1.0:
         mask = Tensor._make(np.zeros(input._data.shape, dtype=input._data.dtype))
     else:
@@ -419,47 +459,6 @@ def _norm_keepdim(input: Tensor, p: float, dim: int) -> Tensor:
     return reduce_ops.norm(input, p, dim, keepdim=True)
 
 
-# ----- activations with PyTorch's `inplace` flag ------------------------------------------
-
-
-def _activation(op: Any, input: Tensor, inplace: bool, *args: Any) -> Tensor:
-    """op(input, *args), or written into `input` (with its history rebased) when inplace."""
-    if inplace:
-        return apply_inplace(input, lambda t: op(t, *args))
-    return op(input, *args)
-
-
-def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    """max(x, 0) elementwise; inplace=True overwrites `input` (as input.relu_())."""
-    return _activation(activation.relu, input, inplace)
-
-
-def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """min(max(x, 0), 6) elementwise; inplace=True overwrites `input`."""
-    return _activation(activation.relu6, input, inplace)
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """x if x >= 0 else negative_slope * x; inplace=True overwrites `input`."""
-    return _activation(activation.leaky_relu, input, inplace, negative_slope)
-
-
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """x if x > 0 else alpha * (exp(x) - 1); inplace=True overwrites `input`."""
-    return _activation(activation.elu, input, inplace, alpha)
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
-    """x clamped to [min_val, max_val]; inplace=True overwrites `input`."""
-    return _activation(activation.hardtanh, input, inplace, min_val, max_val)
-
-
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * sigmoid(x); inplace=True overwrites `input`."""
-    return _activation(activation.silu, input, inplace)
-
-
 __all__ = [
     "linear", "softmax", "log_softmax", "layer_norm", "embedding", "dropout", "cross_entropy",
     "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -469,4 +468,7 @@ __all__ = [
     "avg_pool2d", "batch_norm", "instance_norm", "group_norm", "conv1d", "conv_transpose1d",
     "conv_transpose2d", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu",
+    "avg_pool2d", "hardsigmoid", "hardswish", "threshold", "mish", "selu", "celu", "softsign",
+    "tanhshrink", "hardshrink", "softshrink", "softmin", "glu", "relu_", "elu_", "hardtanh_",
+    "leaky_relu_", "threshold_", "selu_", "celu_",
 ]

@@ -463,7 +463,14 @@ def _has_hooks(module: Any) -> bool:
 
 
 def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
-    """The Python function to trace and the receiver bound to it, if any."""
+    """The Python function to trace and the receiver bound to it, if any.
+
+    Raises TypeError for an object that is not callable, or a callable without Python
+    bytecode to trace (a builtin, a class).
+    """
+    if not callable(fn):  # torch.compile refuses these up front, too
+        raise TypeError(f"jitgrad.compile: '{type(fn).__name__}' object is not callable; "
+                        "pass a Python function, method or nn.Module")
     if isinstance(fn, types.MethodType):
         return fn.__func__, fn.__self__
     if isinstance(fn, types.FunctionType):

@@ -66,6 +66,8 @@ def _sdpa(q, k, v, mask=None):
 
 
 CAUSAL = np.tril(np.ones((3, 3), dtype=bool))
+WIDE = Arg((4, 5), -2.9, 2.9)
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 CASES = [
     OpCase("softmax", lambda a: F.softmax(a, -1), lambda a: _softmax(a, -1), (LOGITS,)),
@@ -140,4 +142,23 @@ CASES = [
     OpCase("pad_3d_strided", lambda a: F.pad(a, (2, 0)),
            lambda a: np.pad(a, ((0, 0), (0, 0), (2, 0))), (Arg((2, 3, 4), layout="strided"),)),
     OpCase("sigmoid_functional", F.sigmoid, special.expit, (LOGITS,)),
+] + [  # activations; inputs avoid their kinks (+-3, thresholds) for gradcheck
+    OpCase("hardsigmoid", F.hardsigmoid, lambda a: np.clip(a + 3, 0, 6) / 6, (WIDE,)),
+    OpCase("hardswish", F.hardswish, lambda a: a * np.clip(a + 3, 0, 6) / 6, (WIDE,)),
+    OpCase("threshold", lambda a: F.threshold(a, 0.1, -2.0),
+           lambda a: np.where(a > 0.1, a, -2.0), (LOGITS,)),
+    OpCase("mish", F.mish, lambda a: a * np.tanh(np.log1p(np.exp(a))), (LOGITS,)),
+    OpCase("selu", F.selu, lambda a: SELU_SCALE * np.where(a > 0, a, SELU_ALPHA * np.expm1(a)),
+           (LOGITS,)),
+    OpCase("celu", lambda a: F.celu(a, 2.0), lambda a: np.where(a > 0, a, 2 * np.expm1(a / 2)),
+           (LOGITS,)),
+    OpCase("softsign", F.softsign, lambda a: a / (1 + np.abs(a)), (LOGITS,)),
+    OpCase("tanhshrink", F.tanhshrink, lambda a: a - np.tanh(a), (LOGITS,)),
+    OpCase("hardshrink", lambda a: F.hardshrink(a, 0.3), lambda a: np.where(np.abs(a) > 0.3, a, 0),
+           (LOGITS,)),
+    OpCase("softshrink", F.softshrink,
+           lambda a: np.where(a > 0.5, a - 0.5, np.where(a < -0.5, a + 0.5, 0)), (LOGITS,)),
+    OpCase("softmin", lambda a: F.softmin(a, 1), lambda a: _softmax(-a, 1), (LOGITS,)),
+    OpCase("glu", lambda a: F.glu(a, 0), lambda a: a[:2] * special.expit(a[2:]),
+           (Arg((4, 5)),)),
 ]

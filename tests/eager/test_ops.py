@@ -40,3 +40,28 @@ def test_gradcheck(case: OpCase):
     tensors = case.tensors(arrays, requires_grad=True)
     assert any(t.requires_grad for t in tensors), "a differentiable case needs a float input"
     assert jg.autograd.gradcheck(case.fn, tensors, atol=case.gradcheck_atol)
+
+
+def _first_gradients(case: OpCase, seeds: np.ndarray):
+    """x -> d<seeds, case.fn(x)>/dx with create_graph=True (gradgradcheck's function)."""
+    def first(*tensors):
+        with jg.enable_grad():
+            outs = [o for o in _as_list(case.fn(*tensors))
+                    if isinstance(o, jg.Tensor) and o.dtype.is_floating_point and o.requires_grad]
+            wrt = [t for t in tensors if isinstance(t, jg.Tensor) and t.requires_grad]
+            if not outs:
+                return ()
+            weights = [jg.tensor(seeds[: o.numel()].reshape(o.shape)) for o in outs]
+            grads = jg.autograd.grad(outs, wrt, weights, create_graph=True, allow_unused=True)
+            return tuple(jg.zeros(t.shape, dtype=t.dtype) if g is None else g
+                         for g, t in zip(grads, wrt, strict=True))
+    return first
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
+def test_gradgradcheck(case: OpCase):
+    """Second derivatives: the Jacobian of the first gradient (a create_graph backward,
+    whose saved outputs must be graph-connected) against its finite differences."""
+    tensors = case.tensors(case.arrays(np.float64), requires_grad=True)
+    seeds = np.random.default_rng(1).uniform(0.5, 1.5, size=1000)
+    assert jg.autograd.gradcheck(_first_gradients(case, seeds), tensors, atol=1e-4)

@@ -115,6 +115,24 @@ def _hardtanh_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     return (xp.where(outside, 0.0, g),)  # exclusive bounds; NaN passes g (PyTorch)
 
 
+def _hardsigmoid_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (xp.where((x > -3) & (x < 3), g / 6, 0.0),)  # exclusive, selected (PyTorch)
+
+
+def _hardswish_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    # PyTorch's measured edges: 0 at x <= -3, g at x >= 3 (1, not 1.5, at x == 3)
+    return (xp.where(x <= -3, 0.0, xp.where(x < 3, g * (x / 3 + 0.5), g)),)
+
+
+def _threshold_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (xp.where(x > ctx.params["threshold"], g, 0.0),)  # selected: threshold_backward
+
+
+def _mish_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    t = xp.tanh(xp.log1p(xp.exp(x)))  # one factor, as PyTorch's mish_backward (no inf - inf)
+    return (g * (t + x * xp.sigmoid(x) * (1 - t * t)),)
+
+
 SIGMOID = register("sigmoid", _sigmoid_forward, _sigmoid_backward, saves=("out",),
                    source="s' = s (1 - s)")
 LEAKY_RELU = register("leaky_relu", lambda x, negative_slope: np.where(
@@ -132,6 +150,17 @@ LOGSIGMOID = register("logsigmoid", _logsigmoid_forward, _logsigmoid_backward, s
                       node_name="LogSigmoid", source="d log s(x) = 1 - s(x) = s(-x)")
 HARDTANH = register("hardtanh", _hardtanh_forward, _hardtanh_backward, inputs=X, saves=X,
                     source="1 strictly inside (min_val, max_val), 0 at and beyond the bounds")
+HARDSIGMOID = register("hardsigmoid", lambda x: np.minimum(np.maximum(x + 3, 0), 6) / 6,
+                       _hardsigmoid_backward, inputs=X, saves=X,
+                       source="Howard et al. 2019 (MobileNetV3): relu6(x + 3) / 6")
+HARDSWISH = register("hardswish", lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6,
+                     _hardswish_backward, inputs=X, saves=X,
+                     source="Howard et al. 2019: x relu6(x + 3) / 6; PyTorch's edges")
+THRESHOLD = register("threshold", lambda x, threshold, value: np.where(
+    x > threshold, x, np.asarray(value).astype(x.dtype)), _threshold_backward, inputs=X,
+    saves=X, source="g where x > threshold, else 0")
+MISH = register("mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), _mish_backward, inputs=X,
+                saves=X, source="Misra 2019: x tanh(softplus(x))")
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -203,6 +232,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
 
     Integer tensors stay integer (bounds truncated). Raises ValueError if min_val > max_val.
     """
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Bool inputs not supported for hardtanh; convert first, e.g. t.int()")
     if min_val > max_val:
         raise ValueError(f"min_val cannot be greater than max_val (got min_val={min_val}, "
                          f"max_val={max_val})")
@@ -216,7 +247,41 @@ def relu6(input: Tensor) -> Tensor:
     return hardtanh(input, 0.0, 6.0)
 
 
+def hardsigmoid(input: Tensor) -> Tensor:
+    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3), else 0.
+
+    Raises NotImplementedError for integers.
+    """
+    _require_float(input, "hardsigmoid_cpu")
+    return unary(HARDSIGMOID, input)
+
+
+def hardswish(input: Tensor) -> Tensor:
+    """x relu6(x + 3) / 6; gradient x/3 + 1/2 inside (-3, 3), 0 below, 1 from 3 on.
+
+    Raises NotImplementedError for integers.
+    """
+    _require_float(input, "hardswish_cpu")
+    return unary(HARDSWISH, input)
+
+
+def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    """x where x > threshold, else `value` (cast to x's dtype); gradient g where x > threshold.
+
+    Raises NotImplementedError for bool tensors.
+    """
+    if input._data.dtype.kind == "b":
+        raise not_implemented_for("threshold_cpu", input._data.dtype)
+    return unary(THRESHOLD, input, threshold=threshold, value=value)
+
+
+def mish(input: Tensor) -> Tensor:
+    """x tanh(softplus(x)). Raises NotImplementedError for integers."""
+    _require_float(input, "mish_cpu")
+    return unary(MISH, input)
+
+
 __all__ = ["relu", "sigmoid", "leaky_relu", "gelu", "silu", "softplus", "elu", "logsigmoid",
-           "hardtanh", "relu6"]
+           "hardtanh", "relu6", "threshold"]
 
 METHODS = {"sigmoid": sigmoid}  # Tensor.relu comes with relu from pointwise.py

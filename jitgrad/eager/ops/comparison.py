@@ -1,6 +1,7 @@
 """Comparisons, logical and bitwise ops, and the selections they drive.
 
 Comparisons compute in the promoted dtype (`int_tensor == 1.5` compares in float32)
+and take a Tensor first (`eq(2.0, t)` is a TypeError, as PyTorch; `2.0 == t` is fine)
 and return bool tensors that never require grad (research/eager_autograd.md §2.4).
 Selections (where, masked_fill, clamp, maximum, minimum) are differentiable; their
 gradients follow PyTorch exactly (§2.3): maximum/minimum split ties 0.5/0.5, clamp is
@@ -23,6 +24,7 @@ from jitgrad.eager.ops.pointwise import (
     apply_broadcasting,
     apply_promoted,
     not_implemented_for,
+    require_tensor,
 )
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
@@ -42,31 +44,37 @@ GE = register("ge", np.greater_equal, inputs=AB)
 
 def eq(input: Any, other: Any) -> Tensor:
     """input == other elementwise (bool), in the promoted dtype, broadcasting."""
+    require_tensor("eq", input)
     return binary(EQ, input, other)
 
 
 def ne(input: Any, other: Any) -> Tensor:
     """input != other elementwise (bool); NaN != NaN is True."""
+    require_tensor("ne", input)
     return binary(NE, input, other)
 
 
 def lt(input: Any, other: Any) -> Tensor:
     """input < other elementwise (bool)."""
+    require_tensor("lt", input)
     return binary(LT, input, other)
 
 
 def le(input: Any, other: Any) -> Tensor:
     """input <= other elementwise (bool)."""
+    require_tensor("le", input)
     return binary(LE, input, other)
 
 
 def gt(input: Any, other: Any) -> Tensor:
     """input > other elementwise (bool)."""
+    require_tensor("gt", input)
     return binary(GT, input, other)
 
 
 def ge(input: Any, other: Any) -> Tensor:
     """input >= other elementwise (bool)."""
+    require_tensor("ge", input)
     return binary(GE, input, other)
 
 
@@ -96,20 +104,32 @@ BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB)
 BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB)
 BITWISE_XOR = register("bitwise_xor", np.bitwise_xor, inputs=AB)
 BITWISE_NOT = register("bitwise_not", np.invert, inputs=X)
+# numpy's shifts already give PyTorch's results for shifts outside [0, bits): 0, or -1 for
+# a negative value shifted right
+LEFT_SHIFT = register("bitwise_left_shift", np.left_shift, inputs=AB)
+RIGHT_SHIFT = register("bitwise_right_shift", np.right_shift, inputs=AB)
+GCD = register("gcd", np.gcd, inputs=AB)
+LCM = register("lcm", np.lcm, inputs=AB)
 
 
 def logical_and(input: Any, other: Any) -> Tensor:
     """Elementwise AND of truth values (nonzero is True), any dtypes; returns bool."""
+    require_tensor("logical_and", input)
+    require_tensor("logical_and", other, "other", 2)
     return binary(LOGICAL_AND, input, other)
 
 
 def logical_or(input: Any, other: Any) -> Tensor:
     """Elementwise OR of truth values (nonzero is True); returns bool."""
+    require_tensor("logical_or", input)
+    require_tensor("logical_or", other, "other", 2)
     return binary(LOGICAL_OR, input, other)
 
 
 def logical_xor(input: Any, other: Any) -> Tensor:
     """Elementwise XOR of truth values (nonzero is True); returns bool."""
+    require_tensor("logical_xor", input)
+    require_tensor("logical_xor", other, "other", 2)
     return binary(LOGICAL_XOR, input, other)
 
 
@@ -154,6 +174,46 @@ def bitwise_not(input: Tensor) -> Tensor:
     return unary(BITWISE_NOT, input)
 
 
+def _integer_op(op: Any, kernel: str, input: Any, other: Any) -> Tensor:
+    a, b = as_tensor_operand(input), as_tensor_operand(other)
+    rd = result_dtype(a, b)
+    if rd.is_floating_point:
+        raise not_implemented_for(kernel, rd.np)
+    return binary(op, a, b)
+
+
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    """input << other for integer tensors (either side may be a number); a shift outside
+    [0, bits) gives 0. Raises NotImplementedError for floats."""
+    return _integer_op(LEFT_SHIFT, "lshift_cpu", input, other)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    """input >> other (arithmetic: the sign is kept); a shift outside [0, bits) gives 0, or
+    -1 for negative values. Raises NotImplementedError for floats."""
+    return _integer_op(RIGHT_SHIFT, "rshift_cpu", input, other)
+
+
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise greatest common divisor (non-negative) of integer tensors.
+
+    Raises TypeError for a number operand, NotImplementedError for floats.
+    """
+    require_tensor("gcd", input)
+    require_tensor("gcd", other, "other", 2)
+    return _integer_op(GCD, "gcd_cpu", input, other)
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise least common multiple (non-negative; 0 if either is 0) of integer tensors.
+
+    Raises TypeError for a number operand, NotImplementedError for floats.
+    """
+    require_tensor("lcm", input)
+    require_tensor("lcm", other, "other", 2)
+    return _integer_op(LCM, "lcm_cpu", input, other)
+
+
 def _invert(self: Tensor) -> Tensor:
     if self._data.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
@@ -184,8 +244,13 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
-    """True when both have the same shape and equal values (dtypes may differ; NaN != NaN)."""
-    a, b = as_tensor(input)._data, as_tensor(other)._data
+    """True when both have the same shape and equal values (dtypes may differ; NaN != NaN).
+
+    Raises TypeError unless both are Tensors (as PyTorch).
+    """
+    require_tensor("equal", input)
+    require_tensor("equal", other, "other", 2)
+    a, b = input._data, other._data
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
@@ -204,8 +269,11 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
             equal_nan: bool = False) -> Tensor:
     """|input - other| <= atol + rtol * |other| elementwise (bool); infinities equal themselves.
 
-    Raises RuntimeError when the dtypes differ (as PyTorch: "Float did not match Double").
+    Raises RuntimeError when the dtypes differ (as PyTorch: "Float did not match Double"),
+    TypeError unless both are Tensors.
     """
+    require_tensor("isclose", input)
+    require_tensor("isclose", other, "other", 2)
     _check_same_dtype(input, other)
     return binary(ISCLOSE, input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
@@ -285,6 +353,9 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     condition = as_tensor(condition)
     if input is None and other is None:
         return tuple(Tensor._make(i) for i in np.nonzero(condition._data))
+    if input is None or other is None:
+        raise TypeError("where() takes a condition and both branches (input and other), or "
+                        "the condition alone; got only one branch")
     mask = condition._data
     if mask.dtype == np.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
@@ -402,12 +473,14 @@ clip = clamp
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
-    """clamp(input, min=min)."""
+    """clamp(input, min=min). Raises TypeError when input is not a Tensor."""
+    require_tensor("clamp_min", input)
     return clamp(input, min, None)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
-    """clamp(input, max=max)."""
+    """clamp(input, max=max). Raises TypeError when input is not a Tensor."""
+    require_tensor("clamp_max", input)
     return clamp(input, None, max)
 
 
@@ -423,7 +496,8 @@ def _reflected(fn: Any) -> Any:
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
            "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+           "bitwise_right_shift", "gcd", "lcm", "isnan", "isinf",
            "isfinite", "equal", "isclose", "allclose", "maximum", "minimum", "where",
            "masked_fill", "clamp", "clip", "clamp_min", "clamp_max"]
 
@@ -438,6 +512,10 @@ METHODS = {
     "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor,
     "__rand__": _reflected(bitwise_and), "__ror__": _reflected(bitwise_or),
     "__rxor__": _reflected(bitwise_xor), "__invert__": _invert,
+    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+    "__lshift__": bitwise_left_shift, "__rshift__": bitwise_right_shift,
+    "__rlshift__": _reflected(bitwise_left_shift), "__rrshift__": _reflected(bitwise_right_shift),
+    "gcd": gcd, "lcm": lcm,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "equal": equal,
     "isclose": isclose, "allclose": allclose, "maximum": maximum, "minimum": minimum,
     "where": _where_method, "masked_fill": masked_fill, "clamp": clamp, "clip": clamp,

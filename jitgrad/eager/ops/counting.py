@@ -64,10 +64,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     Shape: (max(max(input) + 1, minlength),). Dtype: int64 without weights; float32 for
     float32 weights, float64 for other weights (as PyTorch). Gradient: to the weights.
     Raises RuntimeError for input not 1-D, negative values, or weights of another shape;
-    NotImplementedError for a float input.
+    NotImplementedError for a float or bool input.
     """
     data = input._data
-    if data.dtype.kind == "f":
+    if data.dtype.kind in "fb":
         raise not_implemented_for("bincount_cpu", data.dtype)
     if data.ndim != 1 or data.dtype.kind not in "iub" or (data.size and data.min() < 0):
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs. (got "

@@ -86,7 +86,12 @@ def check_inplace(t: Tensor, requires_grad: bool | None = None) -> None:
 
 
 def check_no_overlap(data: np.ndarray) -> None:
-    """Raise when several elements share memory (an expanded tensor), as PyTorch does."""
+    """Raise when several elements share memory (an expanded tensor), as PyTorch does.
+
+    An empty array has no elements to share (numpy gives its other dims stride 0).
+    """
+    if data.size == 0:
+        return
     for size, stride in zip(data.shape, data.strides, strict=True):
         if stride == 0 and size > 1:
             raise RuntimeError(ERR_OVERLAP)
@@ -166,6 +171,8 @@ def apply_inplace(target: Tensor, compute: Callable[[Tensor], Tensor],
         return target
     base = view.base
     copy_slices = CopySlices(base, view, target._data.shape, fn)
+    if base._retains_grad:
+        _move_retains_grad(base._grad_fn, base._output_nr, copy_slices, 0)
     base._grad_fn = copy_slices
     base._output_nr = 0
     base._requires_grad = True
@@ -407,12 +414,19 @@ POINTWISE = (
     "clamp_max", "nan_to_num", "lerp", "addcmul", "addcdiv", "fmod", "remainder", "floor_divide",
     "atan2", "masked_fill", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
     "logical_or", "logical_xor", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "exp2", "erfc", "erfinv",
+    "lgamma", "digamma", "polygamma", "i0", "sinc", "logit", "deg2rad", "rad2deg", "sgn",
+    "copysign", "hypot", "xlogy", "heaviside", "ldexp", "nextafter", "bitwise_left_shift",
+    "bitwise_right_shift", "gcd", "lcm", "igamma", "igammac", "mvlgamma",
 )
 _ALIASES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
-            "negative": "neg", "clip": "clamp", "absolute": "abs", "fix": "trunc"}
+            "negative": "neg", "clip": "clamp", "absolute": "abs", "fix": "trunc",
+            "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arcsin": "asin",
+            "arccos": "acos", "arctan": "atan", "arctan2": "atan2"}
 _OPERATORS = {"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
               "__ipow__": "pow", "__ifloordiv__": "floor_divide", "__imod__": "remainder",
-              "__iand__": "bitwise_and", "__ior__": "bitwise_or", "__ixor__": "bitwise_xor"}
+              "__iand__": "bitwise_and", "__ior__": "bitwise_or", "__ixor__": "bitwise_xor",
+              "__ilshift__": "bitwise_left_shift", "__irshift__": "bitwise_right_shift"}
 
 METHODS: dict[str, Any] = {f"{name}_": _inplace_of(name) for name in POINTWISE}
 METHODS.update({f"{alias}_": METHODS[f"{name}_"] for alias, name in _ALIASES.items()})

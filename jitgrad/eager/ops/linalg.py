@@ -82,7 +82,7 @@ def matmul(input: Any, other: Any) -> Tensor:
     Shapes: (..., m, k) @ (..., k, n) -> (..., m, n); 1-D operands act as a row/column.
     Dtypes: both operands must have the same dtype (no promotion, as in PyTorch).
     Raises RuntimeError naming the inner dims when they differ, on 0-d operands, or when
-    the dtypes differ.
+    the dtypes differ; NotImplementedError for bool operands.
     """
     a, b = as_tensor(input), as_tensor(other)
     sa, sb = a._data.shape, b._data.shape
@@ -102,6 +102,9 @@ def matmul(input: Any, other: Any) -> Tensor:
             f"{k_b}x{sb[-1] if len(sb) >= 2 else 1}): the inner dims {k_a} and {k_b} differ "
             f"(shapes {list(sa)} and {list(sb)})")
     check_same_dtype(a._data.dtype, b._data.dtype)
+    if a._data.dtype.kind == "b":  # PyTorch has no bool BLAS kernel
+        kernel = "dot" if len(sa) == 1 and len(sb) == 1 else "addmm_impl_cpu_"
+        raise pointwise.not_implemented_for(kernel, a._data.dtype)
     try:
         return apply_op(MATMUL, (a, b), (a._data, b._data))
     except ValueError:

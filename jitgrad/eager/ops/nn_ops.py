@@ -29,7 +29,8 @@ from jitgrad.eager.tensor import Tensor, normalize_dim
 
 
 def _shifted(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
-    return x - np.maximum.reduce(x, axis=dims, keepdims=True)
+    # initial=-inf: a size-0 dim has no maximum, and its (empty) result needs none
+    return x - np.maximum.reduce(x, axis=dims, keepdims=True, initial=-np.inf)
 
 
 def _softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
@@ -154,10 +155,33 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         if t is not None and t._data.shape != normalized_shape:
             raise RuntimeError(f"layer_norm: {name} of shape {list(t._data.shape)} must have "
                                f"normalized_shape {list(normalized_shape)}")
+    _check_layer_norm_dtypes(data.dtype, weight, bias)
     arrays = (data, None if weight is None else weight._data.astype(data.dtype, copy=False),
               None if bias is None else bias._data.astype(data.dtype, copy=False))
     return apply_op(LAYER_NORM, (input, weight, bias), arrays,
                     {"normalized_ndim": k, "eps": float(eps)})
+
+
+def _check_layer_norm_dtypes(np_dtype: np.dtype, *params: Tensor | None) -> None:
+    """PyTorch's CPU rules: a float input, and parameters of its dtype (float32 parameters
+    of a float16 input are allowed: mixed precision).
+
+    Raises NotImplementedError for a non-float input, RuntimeError for other mixes.
+    """
+    if np_dtype.kind != "f":
+        raise NotImplementedError(
+            f'"LayerNormKernelImpl" not implemented for '
+            f"'{TORCH_TYPE_NAMES[np_dtype.name]}'; convert first, e.g. t.float()")
+    for t in params:
+        if t is None or t._data.dtype == np_dtype \
+                or (np_dtype == np.float16 and t._data.dtype == np.float32):
+            continue
+        if np_dtype == np.float64:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype. Got "
+                               f"input Double and parameter {TORCH_TYPE_NAMES[t._data.dtype.name]}"
+                               "; convert one first, e.g. weight.double()")
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float; "
+                           "convert the parameters first, e.g. weight.float()")
 
 
 # ----- nll_loss -----------------------------------------------------------------------
@@ -278,10 +302,10 @@ def _embedding_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:
     """Rows of g added into the rows of W they came from (repeated ids accumulate);
     the padding row gets no gradient."""
     padding_idx = ctx.params["padding_idx"]
-    shape, np_dtype = ctx.input_metadata[0]
-    if padding_idx is not None:
-        g = g * xp.reshape(xp.cast(indices != padding_idx, np_dtype),
-                           tuple(ctx.input_metadata[1][0]) + (1,))
+    shape = ctx.input_metadata[0][0]
+    if padding_idx is not None:  # selected, so an inf/NaN g of a padding id stays off
+        kept = xp.reshape(indices != padding_idx, tuple(ctx.input_metadata[1][0]) + (1,))
+        g = xp.where(kept, g, 0.0)
     return xp.embedding_backward(g, indices, shape[0]), None
 
 

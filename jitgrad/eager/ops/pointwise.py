@@ -4,7 +4,8 @@ Every op's derivative is the textbook one unless a source is given; edge convent
 (abs'(0)=0, pow's masked exponent gradient, zero gradients of rounding ops) are
 PyTorch's, as measured in research/eager_autograd.md §2.2-2.3. Comparison-driven
 selection (where, masked_fill, clamp, maximum/minimum) lives in `comparison.py`,
-activations in `activation.py`.
+activations in `activation.py`, the rest of PyTorch's pointwise math (hyperbolic, inverse
+trigonometric, gamma family, copysign, hypot, logaddexp, ...) in `pointwise_math.py`.
 """
 
 from __future__ import annotations
@@ -136,6 +137,23 @@ def _is_integral(*operands: Any) -> bool:
     return not result_dtype(*operands).is_floating_point
 
 
+def refuse_bool(kernel: str, *operands: Any) -> None:
+    """PyTorch's NotImplementedError when the op's result dtype would be bool (no bool kernel).
+
+    `True // 2` promotes to int64 and is fine; `b // b`, `floor(b)`, `b ** b` are not.
+    """
+    if result_dtype(*operands).np.kind == "b":
+        raise not_implemented_for(kernel, np.dtype(np.bool_))
+
+
+def require_tensor(name: str, value: Any, what: str = "input", position: int = 1) -> None:
+    """PyTorch's TypeError for an operand that must be a Tensor (`fmod(2.0, t)`,
+    `atan2(t, 2.0)`): its signature has no Number overload there."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{what}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}; wrap it first, e.g. tensor(x)")
+
+
 _INTEGER_DIVISION_BY_ZERO = ("ZeroDivisionError: integer division by zero; check the divisor "
                              "or convert to float (float division by zero gives inf/nan)")
 
@@ -199,6 +217,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool(f"div_{rounding_mode}_cpu", a, b)
     if _is_integral(a, b):
         b = _checked_integer_divisor(b)
     return binary(DIV_ROUNDING, a, b, rounding_mode=rounding_mode)
@@ -211,6 +230,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     `div(..., rounding_mode="floor")` for a zero gradient. Integer division by zero raises.
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool("div_floor_cpu", a, b)
     if _is_integral(a, b):
         b = _checked_integer_divisor(b)
     return binary(FLOOR_DIVIDE, a, b)
@@ -222,14 +242,20 @@ def remainder(input: Any, other: Any) -> Tensor:
     Raises RuntimeError for integer division by zero.
     """
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool("remainder_cpu", a, b)
     if _is_integral(a, b):
         b = _checked_integer_divisor(b)
     return binary(REMAINDER, a, b)
 
 
 def fmod(input: Any, other: Any) -> Tensor:
-    """C's fmod: input - trunc(input / other) * other, with the sign of `input`."""
+    """C's fmod: input - trunc(input / other) * other, with the sign of `input`.
+
+    Raises TypeError when input is not a Tensor (PyTorch has no fmod(Number, Tensor)).
+    """
+    require_tensor("fmod", input)
     a, b = as_tensor_operand(input), as_tensor_operand(other)
+    refuse_bool("fmod_cpu", a, b)
     if _is_integral(a, b):
         b = _checked_integer_divisor(b)
     return binary(FMOD, a, b)
@@ -249,6 +275,12 @@ def _pow_scalar_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     return (g * (exponent * x ** (exponent - 1)),)
 
 
+def _pow_scalar_forward(x: Any, exponent: Any) -> Any:
+    # in the promoted dtype x already has: numpy's bool ** True would give int8
+    out = x ** exponent
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+
 def _pow_tensor_forward(a: Any, b: Any) -> np.ndarray:
     try:
         return np.power(a, b)
@@ -264,7 +296,7 @@ def _integer_pow_negative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b < 0, negative, positive).astype(positive.dtype)
 
 
-def _log_of_scalar(a: float) -> float:
+def log_of_scalar(a: float) -> float:
     return math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
 
 
@@ -275,15 +307,15 @@ def _pow_tensor_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any, out: Any) ->
         grad_a = xp.where(b == 0, 0.0, g * (b * a ** (b - 1)))
     if need_b:  # a^b ln a, masked to 0 where a == 0 and b >= 0 (0**0 = 1 and 0**2 = 0)
         if isinstance(a, (int, float)):
-            log_a = _log_of_scalar(a)
+            log_a = log_of_scalar(a)
             grad_b = g * (xp.where(b >= 0, 0.0, out * log_a) if a == 0 else out * log_a)
         else:
             grad_b = g * xp.where((a == 0) & (b >= 0), 0.0, out * xp.log(a))
     return grad_a, grad_b
 
 
-POW_SCALAR = register("pow", lambda x, exponent: x ** exponent, _pow_scalar_backward,
-                      inputs=("x",), saves=("x",), node_name="Pow",
+POW_SCALAR = register("pow", _pow_scalar_forward, _pow_scalar_backward, inputs=("x",),
+                      saves=("x",), node_name="Pow",
                       source="d/dx x^c = c x^(c-1); 0 when c == 0 (PyTorch's pow_backward)")
 POW_TENSOR = register("pow_tensor", _pow_tensor_forward, _pow_tensor_backward, inputs=AB,
                       saves=("a", "b", "out"), node_name="PowTensor",
@@ -310,12 +342,14 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
         if data.dtype != rd.np:
             data = data.astype(rd.np)
         return apply_op(POW_SCALAR, (input,), (data,), {"exponent": exponent})
+    refuse_bool("pow", input, exponent)
     if isinstance(exponent, Tensor) and exponent._weak_scalar and \
             not result_dtype(input, exponent).is_floating_point:  # a compiler's Python int
         exponent = check_values(exponent, reject="negative", error="RuntimeError", message=(
             f"{ERR_NEGATIVE_INT_POWER} Got a {result_dtype(input, exponent)} tensor to the power "
             "{bad}; convert first, e.g. t.float() ** {bad}"))
     return binary(POW_TENSOR, input, exponent)
+
 
 
 def square(input: Tensor) -> Tensor:
@@ -421,7 +455,8 @@ def _erf_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 
 
 def _relu_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
-    return (g * (out > 0),)  # relu'(0) = 0, as PyTorch
+    # selected, not g * mask: an inf/NaN g stays off x <= 0 (PyTorch's threshold_backward)
+    return (xp.where(out > 0, g, 0.0),)  # relu'(0) = 0, as PyTorch
 
 
 def _frac_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -501,17 +536,23 @@ def sign(input: Tensor) -> Tensor:
 
 
 def floor(input: Tensor) -> Tensor:
-    """Round down; integer tensors are returned as a copy. Zero gradient."""
+    """Round down; integer tensors are returned as a copy. Zero gradient.
+
+    Raises NotImplementedError for bool (as the other rounding ops, like PyTorch).
+    """
+    refuse_bool("floor_vml_cpu", input)
     return unary(FLOOR, input)
 
 
 def ceil(input: Tensor) -> Tensor:
     """Round up; integer tensors are returned as a copy. Zero gradient."""
+    refuse_bool("ceil_vml_cpu", input)
     return unary(CEIL, input)
 
 
 def trunc(input: Tensor) -> Tensor:
     """Round toward zero; integer tensors are returned as a copy. Zero gradient."""
+    refuse_bool("trunc_vml_cpu", input)
     return unary(TRUNC, input)
 
 
@@ -525,6 +566,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorc
     """
     if decimals != 0 and input._data.dtype.kind != "f":
         raise not_implemented_for("round_cpu", input._data.dtype)
+    refuse_bool("round_vml_cpu", input)
     return unary(ROUND, input, decimals=int(decimals))
 
 
@@ -610,7 +652,11 @@ def relu(input: Tensor) -> Tensor:
 
     Activations are in activation.py; relu lives here because nn.functional and the
     in-place variants import it from this module.
+    Raises RuntimeError for bool tensors (as PyTorch).
     """
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu; convert first, e.g. "
+                           "t.int().relu()")
     return unary(RELU, input)
 
 
@@ -732,8 +778,11 @@ ADDCDIV = register("addcdiv", lambda x, tensor1, tensor2, value: x + value * ten
 def atan2(input: Any, other: Any) -> Tensor:
     """The angle of (other, input) in (-pi, pi]; integers give the default float dtype.
 
-    Both gradients are 0 at input = other = 0 (PyTorch).
+    Both gradients are 0 at input = other = 0 (PyTorch). Raises TypeError when input is
+    not a Tensor.
     """
+    require_tensor("atan2", input)
+    require_tensor("atan2", other, "other", 2)
     return binary(ATAN2, input, other, to_float=True)
 
 
@@ -754,6 +803,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     (no promotion, as PyTorch). Raises RuntimeError on a dtype mismatch,
     NotImplementedError for integer tensors.
     """
+    require_tensor("lerp", input)
     dtype = input._data.dtype
     if dtype.kind != "f":
         raise not_implemented_for("lerp_kernel_scalar", dtype)
@@ -764,6 +814,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2, broadcasting (fused like PyTorch's kernel)."""
+    refuse_bool("addcmul_cpu_out", input, tensor1, tensor2)
     return apply_promoted(ADDCMUL, (input, tensor1, tensor2), {"value": value})
 
 

@@ -3,10 +3,14 @@
 PyTorch conventions (research/eager_autograd.md §2.5): an empty dim tuple means all
 dims; integer/bool sums and products give int64; mean/var/std of an integer tensor are
 errors; `axis=` and `keepdims=` are accepted as aliases, as PyTorch does. Gradient
-conventions: ties of a full max/min/amax/amin share the gradient evenly; `max(dim)`
-routes it to the returned index (see sorting.py, Note [Values at indices]); prod and
-std are zero-safe. The sorting and scan family lives in `sorting.py` and is re-exported
-here.
+conventions: ties of a full max/min/amax/amin share the gradient evenly (a full
+max/min/median selects g at its hits, amax/amin multiply by the hit mask, as PyTorch);
+`max(dim)` routes it to the returned index (see sorting.py, Note [Values at indices]);
+prod and std are zero-safe. Over no elements, reductions with an identity give it (sum
+0, prod 1, logsumexp -inf) and the others raise PyTorch's error
+(`check_nonempty_reduction`). Float16/float32 sums accumulate accurately (Note
+[Accumulating float sums]). The sorting and scan family lives in `sorting.py` and is
+re-exported here.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops import comparison
+from jitgrad.eager.ops.pointwise import not_implemented_for
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.sorting import (
     argsort,
@@ -81,6 +86,40 @@ def _axis(x: np.ndarray, dims: tuple[int, ...] | None) -> tuple[int, ...] | None
 # Forwards call ufunc.reduce directly: np.sum/np.amax/np.mean add 1.5-8 us of Python
 # dispatch per call, more than the reduction itself costs on small tensors.
 
+# Note [Accumulating float sums]: numpy sums pairwise (error ~ log n ulps, like PyTorch's
+# cascade sum) only along the contiguous trailing dims of a C-contiguous array; along any
+# other dim it adds naively in the input's dtype, so a float32 sum of 2^25 ones over dim 0
+# stopped at 2^24. There, and for float16 always, sums accumulate in float64 and round
+# once. Products never pair up: float16/float32 products always accumulate in float64.
+
+
+_FLOAT16, _FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def _sum_accumulator(x: np.ndarray, axis: tuple[int, ...] | None) -> Any:
+    """dtype= for add.reduce of x over `axis` (sorted dims): float64 for float16, and for
+    float32 unless numpy sums pairwise there (Note above); None keeps x's dtype."""
+    dtype = x.dtype
+    if dtype is _FLOAT32 or dtype == _FLOAT32:
+        # pairwise: C-contiguous and the dims are the trailing ones (axis sorted, distinct)
+        if x.flags.c_contiguous and (axis is None or axis[0] == x.ndim - len(axis)):
+            return None
+        return np.float64
+    return np.float64 if dtype == _FLOAT16 else None
+
+
+def accumulate_sum(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool = False) -> Any:
+    """add.reduce of a float array, in float64 where x's dtype would lose the sum (see
+    Note [Accumulating float sums]); the caller rounds to x's dtype after its last step."""
+    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=_sum_accumulator(x, axis))
+
+
+def _float_accumulator(x: np.ndarray, out_dtype: Any) -> Any:
+    """dtype= for a product: float64 for float16/float32 (Note [Accumulating float sums])."""
+    if out_dtype is None and x.dtype.kind == "f" and x.dtype.itemsize < 8:
+        return np.float64
+    return out_dtype
+
 
 def _float_input(input: Tensor, name: str) -> np.ndarray:
     data = input._data
@@ -95,8 +134,12 @@ def _float_input(input: Tensor, name: str) -> np.ndarray:
 
 def _sum_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                  out_dtype: Any) -> np.ndarray:
-    return np.asarray(np.add.reduce(x, axis=_axis(x, dims), dtype=out_dtype,
-                                    keepdims=keepdim and x.ndim > 0))
+    axis, keep = _axis(x, dims), keepdim and x.ndim > 0
+    accumulator = _sum_accumulator(x, axis) if out_dtype is None else None
+    if accumulator is not None:
+        return np.asarray(np.add.reduce(x, axis=axis, dtype=accumulator, keepdims=keep)
+                          .astype(x.dtype))
+    return np.asarray(np.add.reduce(x, axis=axis, dtype=out_dtype, keepdims=keep))
 
 
 def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -107,11 +150,8 @@ def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 def _mean_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
     axis = _axis(x, dims)
-    if x.dtype == np.float16:  # accumulate in float32, as PyTorch does
-        return np.asarray(np.mean(x, axis=axis, keepdims=keepdim and x.ndim > 0, dtype=np.float32)
-                          .astype(np.float16))
-    total = np.add.reduce(x, axis=axis, keepdims=keepdim and x.ndim > 0)
-    return np.asarray(total / reduced_count(x.shape, axis))
+    total = accumulate_sum(x, axis, keepdim and x.ndim > 0)
+    return np.asarray((total / reduced_count(x.shape, axis)).astype(x.dtype, copy=False))
 
 
 def _mean_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -123,8 +163,9 @@ def _mean_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 def _prod_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                   out_dtype: Any) -> np.ndarray:
-    return np.asarray(np.multiply.reduce(x, axis=_axis(x, dims), dtype=out_dtype,
-                                         keepdims=keepdim and x.ndim > 0))
+    out = np.multiply.reduce(x, axis=_axis(x, dims), dtype=_float_accumulator(x, out_dtype),
+                             keepdims=keepdim and x.ndim > 0)
+    return np.asarray(out.astype(out_dtype or x.dtype, copy=False))
 
 
 def _prod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
@@ -216,20 +257,54 @@ def _extremum_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
     return (g * hits / xp.sum(hits, dims, True),)
 
 
+def _evenly_distribute_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """g / (number of hits) at each hit of a full max/min/median, 0 elsewhere (selected,
+    so an inf/NaN g stays off the other entries); a NaN result's hits are the NaNs.
+
+    PyTorch's evenly_distribute_backward (CPU), unlike amax/amin's, which multiply g by the
+    hit mask (and so spread an inf g as NaN, or NaN everywhere for a NaN result).
+    """
+    np_dtype = ctx.input_metadata[0][1]
+    hits = xp.where(out != out, x != x, x == out)
+    share = g / xp.sum(xp.cast(hits, np_dtype), None)
+    return (xp.where(hits, share, 0.0),)
+
+
 AMAX = register("amax", _amax_forward, _extremum_backward, saves=("x", "out"),
-                source="subgradient split evenly among ties (PyTorch evenly_distribute)")
+                source="g times the hit mask over the number of hits (PyTorch amax)")
 AMIN = register("amin", _amin_forward, _extremum_backward, saves=("x", "out"),
-                source="subgradient split evenly among ties (PyTorch evenly_distribute)")
+                source="g times the hit mask over the number of hits (PyTorch amin)")
+MAX_ALL = register("max", _amax_forward, _evenly_distribute_backward, saves=("x", "out"),
+                   source="g selected at the hits, split evenly (PyTorch evenly_distribute)")
+MIN_ALL = register("min", _amin_forward, _evenly_distribute_backward, saves=("x", "out"),
+                   source="g selected at the hits, split evenly (PyTorch evenly_distribute)")
+
+
+def check_nonempty_reduction(name: str, shape: tuple[int, ...], dims: tuple[int, ...] | None,
+                             all_dims_error: type[Exception] = RuntimeError) -> None:
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements.
+
+    Raises `all_dims_error` (RuntimeError for max/amax, IndexError for argmax, as PyTorch)
+    when reducing all dims of an empty tensor, IndexError when a reduced dim has size 0.
+    A size-0 dim that is kept is fine: the result is empty.
+    """
+    if dims is None:
+        if math.prod(shape) == 0:
+            raise all_dims_error(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                f"Specify the reduction dim with the 'dim' argument (input shape {list(shape)})")
+        return
+    for d in dims:
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size "
+                             f"(input shape {list(shape)})")
 
 
 def _extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     data = input._data
     dims = normalize_dims(dim, data.ndim)
-    # not any(...): this module defines `any` (the op), which shadows the builtin
-    if data.size == 0 and (dims is None or 0 in [data.shape[d] for d in dims]):
-        raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
-                           f"input.numel() == 0 (shape {list(data.shape)}); the reduced "
-                           "dims must be non-empty")
+    if data.ndim:
+        check_nonempty_reduction(op.name, data.shape, dims)
     return apply_op(op, (input,), (data,), {"dims": dims, "keepdim": keepdim})
 
 
@@ -251,12 +326,11 @@ def _max_or_min(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     if isinstance(dim, Tensor):  # max(a, b): the elementwise maximum
         return comparison.maximum(input, dim) if largest else comparison.minimum(input, dim)
     if dim is None:
-        return _extremum(AMAX if largest else AMIN, input, None, False)
+        return _extremum(MAX_ALL if largest else MIN_ALL, input, None, False)
     data = input._data
     d = normalize_dim(int(dim), data.ndim)
-    if data.ndim and data.shape[d] == 0:
-        raise IndexError(f"{'max' if largest else 'min'}(): Expected reduction dim {d} to have "
-                         f"non-zero size (input shape {list(data.shape)})")
+    if data.ndim:
+        check_nonempty_reduction("max" if largest else "min", data.shape, (d,))
     result = MaxResult if largest else MinResult
     if data.ndim == 0:
         return of_0d(input, result)
@@ -296,10 +370,12 @@ def _arg(fn: Any, x: np.ndarray, dim: int | None, keepdim: bool) -> np.ndarray:
 
 def _arg_extremum(op: Any, input: Tensor, dim: Any, keepdim: bool) -> Tensor:
     data = input._data
-    if data.size == 0:
-        raise RuntimeError(f"{op.name}(): Expected reduction dim to be specified for "
-                           f"input.numel() == 0 (shape {list(data.shape)})")
+    if data.dtype.kind == "b":
+        raise RuntimeError(f"{op.name}(): does not support bool input; convert first, e.g. "
+                           f"t.int().{op.name}()")
     d = None if dim is None else normalize_dim(int(dim), data.ndim)
+    if data.ndim:
+        check_nonempty_reduction(op.name, data.shape, None if d is None else (d,), IndexError)
     return apply_op(op, (input,), (data,), {"dim": d, "keepdim": keepdim})
 
 
@@ -335,8 +411,8 @@ def _argmedian_forward(x: np.ndarray, dim: int) -> np.ndarray:
     return index.astype(np.int64)
 
 
-MEDIAN = register("median", _median_forward, _extremum_backward, saves=("x", "out"),
-                  source="subgradient split evenly among ties")
+MEDIAN = register("median", _median_forward, _evenly_distribute_backward, saves=("x", "out"),
+                  source="g selected at the hits, split evenly (PyTorch evenly_distribute)")
 ARGMEDIAN = register("argmedian", _argmedian_forward)
 
 
@@ -347,11 +423,14 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     (`[1,2,2,3]` -> `[0,.5,.5,0]`); along a dim it goes to the returned index.
     """
     data = input._data
+    if data.dtype.kind == "b":
+        raise not_implemented_for("median_cpu", data.dtype)
     if dim is None:
         return apply_op(MEDIAN, (input,), (data,), {"dims": None, "keepdim": False})
     d = normalize_dim(int(dim), data.ndim)
     if data.ndim == 0:
         return of_0d(input, MedianResult)
+    check_nonempty_reduction("median", data.shape, (d,))
     index = apply_op(ARGMEDIAN, (input,), (data,), {"dim": d})
     return values_and_indices(input, index, d, keepdim, MedianResult)
 
@@ -364,10 +443,11 @@ def _var_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
     axis = _axis(x, dims)
     keep = keepdim and x.ndim > 0
     n = reduced_count(x.shape, axis)
-    centered = x - np.add.reduce(x, axis=axis, keepdims=True) / n
+    centered = x - (accumulate_sum(x, axis, True) / n).astype(x.dtype, copy=False)
     # PyTorch divides by max(0, N - correction): 0/0 = nan, positive/0 = inf
     dof = x.dtype.type(n - correction if n > correction else 0)
-    return np.asarray(np.add.reduce(centered * centered, axis=axis, keepdims=keep) / dof)
+    out = accumulate_sum(centered * centered, axis, keep) / dof
+    return np.asarray(out.astype(x.dtype, copy=False))
 
 
 def _std_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
@@ -467,10 +547,11 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepd
 
 def _logsumexp_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
     axis = _axis(x, dims)
-    shift = np.maximum.reduce(x, axis=axis, keepdims=True)
-    if not np.isfinite(shift).all():  # an all -inf slice gives -inf (not nan)
+    shift = np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf)
+    if not np.isfinite(shift).all():  # an all -inf (or empty) slice gives -inf (not nan)
         shift = np.where(np.isfinite(shift), shift, x.dtype.type(0))
-    out = np.log(np.add.reduce(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    total = accumulate_sum(np.exp(x - shift), axis, True).astype(x.dtype, copy=False)
+    out = np.log(total) + shift
     if not keepdim:
         out = out.reshape(()) if axis is None else out.squeeze(axis)
     return np.asarray(out)
@@ -505,7 +586,7 @@ def _vector_norm_forward(x: np.ndarray, ord: float, dims: tuple[int, ...] | None
     axis = _axis(x, dims)
     keep = keepdim and x.ndim > 0
     if ord == 2:
-        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keep))
+        return np.sqrt(accumulate_sum(x * x, axis, keep)).astype(x.dtype, copy=False)
     magnitude = np.abs(x)
     if ord == math.inf:
         return np.asarray(np.amax(magnitude, axis=axis, keepdims=keep))
@@ -514,8 +595,9 @@ def _vector_norm_forward(x: np.ndarray, ord: float, dims: tuple[int, ...] | None
     if ord == 0:
         return np.asarray(np.sum(magnitude != 0, axis=axis, keepdims=keep).astype(x.dtype))
     if ord == 1:
-        return np.asarray(np.sum(magnitude, axis=axis, keepdims=keep))
-    return np.asarray(np.sum(magnitude ** ord, axis=axis, keepdims=keep) ** (1.0 / ord))
+        return np.asarray(accumulate_sum(magnitude, axis, keep).astype(x.dtype, copy=False))
+    total = accumulate_sum(magnitude ** ord, axis, keep)
+    return np.asarray((total ** (1.0 / ord)).astype(x.dtype, copy=False))
 
 
 def _vector_norm_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
@@ -558,9 +640,24 @@ def vector_norm(input: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = 
     if data.dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {input.dtype.name}; convert first, e.g. t.float()")
+    dims = normalize_dims(dim, data.ndim)
+    if ord in (math.inf, -math.inf) and data.size == 0:
+        _check_empty_inf_norm(float(ord), data.shape, dims)
     return apply_op(VECTOR_NORM, (input,), (data,),
-                    {"ord": float(ord), "dims": normalize_dims(dim, data.ndim),
-                     "keepdim": bool(keepdim)})
+                    {"ord": float(ord), "dims": dims, "keepdim": bool(keepdim)})
+
+
+def _check_empty_inf_norm(ord: float, shape: tuple[int, ...],  # noqa: A002
+                          dims: tuple[int, ...] | None) -> None:
+    """The +-inf norm is a max/min: PyTorch's RuntimeError when it reduces no elements."""
+    if dims is None:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                           "tensor because the operation does not have an identity")
+    for d in dims:
+        if shape[d] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on the "
+                               f"dimension {d} because this dimension is empty and the "
+                               "operation does not have an identity")
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
@@ -580,12 +677,17 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
 # ----- logical reductions (no gradient) -----------------------------------------------
 
 
+def _logical_result(x: np.ndarray, out: Any) -> np.ndarray:
+    # bool, except uint8 in, uint8 out (PyTorch's legacy rule for any/all)
+    return np.asarray(out, dtype=np.uint8 if x.dtype == np.uint8 else np.bool_)
+
+
 def _any_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.any(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+    return _logical_result(x, np.any(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _all_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.all(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+    return _logical_result(x, np.all(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _count_nonzero_forward(x: np.ndarray, dims: tuple[int, ...] | None) -> np.ndarray:

@@ -229,8 +229,10 @@ class OpNode(Node):
             raise RuntimeError(ERR_FREED)
         saved.check(self, self._output_tensor)
         if as_tensors:
-            return tuple([self._output_tensor(0) if isinstance(v, np.ndarray) else v
-                          for v in saved.values])
+            # the saved output is found by its slot, not its type: a 0-d result is a numpy
+            # scalar, and it must come back graph-connected (double backward through exp)
+            return tuple([self._output_tensor(0) if i == -1 else v
+                          for i, v in zip(self.op.save_index, saved.values, strict=True)])
         return tuple([v._data if isinstance(v, Tensor) else v for v in saved.values])
 
     def _output_tensor(self, output_nr: int) -> Any:

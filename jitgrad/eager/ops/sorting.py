@@ -22,12 +22,14 @@ from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
 
 
-def return_type(name: str) -> type:
-    """A `(values, indices)` namedtuple printed like `torch.return_types.<name>`."""
-    cls = namedtuple(name, ["values", "indices"])
+def return_type(name: str, fields: tuple[str, str] = ("values", "indices")) -> type:
+    """A `(values, indices)` namedtuple (or other `fields`) printed like
+    `torch.return_types.<name>`."""
+    cls = namedtuple(name, fields)
 
     def __repr__(self: Any) -> str:  # noqa: N807
-        return f"jitgrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+        listed = ",\n".join(f"{field}={value!r}" for field, value in zip(fields, self, strict=True))
+        return f"jitgrad.return_types.{name}(\n{listed})"
 
     cls.__repr__ = __repr__
     cls.__module__ = "jitgrad.return_types"
@@ -148,6 +150,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     the earliest. Raises RuntimeError when k exceeds the dim's size.
     """
     data = input._data
+    if data.dtype.kind == "b":
+        raise RuntimeError("topk does not support bool dtypes on CPU; convert first, e.g. "
+                           "t.int().topk(k)")
     dim = normalize_dim(dim, data.ndim)
     size = data.shape[dim] if data.ndim else 1
     if not 0 <= k <= size:
@@ -163,10 +168,20 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 # ----- cumulative ops -----------------------------------------------------------------
 
 
+def scan_accumulating(scan: Any, x: np.ndarray, dim: int, out_dtype: Any = None) -> np.ndarray:
+    """`scan` (np.cumsum or np.cumprod) along `dim`, float16/float32 accumulated in float64
+    and rounded once at the end, as PyTorch's CPU kernels accumulate (acc_type): a float32
+    cumsum of 2^25 ones ends at 2^25, not at 2^24 where float32 steps stop adding 1."""
+    result_dtype = np.dtype(out_dtype or x.dtype)
+    if result_dtype.kind == "f" and result_dtype.itemsize < 8:
+        return scan(x, axis=dim, dtype=np.float64).astype(result_dtype)
+    return scan(x, axis=dim, dtype=out_dtype)
+
+
 def _cumsum_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
     if x.ndim == 0:
         return x.astype(out_dtype or x.dtype, copy=True)
-    return np.cumsum(x, axis=dim, dtype=out_dtype)
+    return scan_accumulating(np.cumsum, x, dim, out_dtype)
 
 
 def _cumsum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -180,7 +195,7 @@ def _cumsum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 def _cumprod_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
     if x.ndim == 0:
         return x.astype(out_dtype or x.dtype, copy=True)
-    return np.cumprod(x, axis=dim, dtype=out_dtype)
+    return scan_accumulating(np.cumprod, x, dim, out_dtype)
 
 
 def _cumprod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:

@@ -1,19 +1,31 @@
 """The layer classes of `jitgrad.nn`, one concept per file (as torch/nn/modules)."""
 
 from jitgrad.nn.modules.activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     LeakyReLU,
     LogSigmoid,
     LogSoftmax,
+    Mish,
     ReLU,
     ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
 )
 from jitgrad.nn.modules.attention import MultiheadAttention
 from jitgrad.nn.modules.batchnorm import (
@@ -54,7 +66,9 @@ from jitgrad.nn.modules.transformer import (
 
 __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "ReLU",
            "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
-           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Hardsigmoid", "Hardswish", "Mish", "SELU",
+           "CELU", "Threshold", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink", "Softmin",
+           "GLU", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",

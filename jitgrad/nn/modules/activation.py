@@ -2,10 +2,13 @@
 
 Each stores its options, calls the functional form in `forward`, and prints its options
 the way PyTorch does (`GELU(approximate='none')`, `ReLU(inplace=True)`, `Tanh()`).
-`inplace=True` (ReLU, LeakyReLU, SiLU) overwrites the input, as in PyTorch.
+`inplace=True` (ReLU, LeakyReLU, SiLU, ELU, SELU, CELU, Threshold, Hardsigmoid, ...)
+overwrites the input, as in PyTorch.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
@@ -183,5 +186,136 @@ class LogSoftmax(Module):
         return f"dim={self.dim}"
 
 
+class _Elementwise(Module):
+    """An activation without options other than PyTorch's `inplace` flag; subclasses name
+    their `function(input, inplace)` of jitgrad.nn.functional."""
+
+    function: Any
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).function(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class Hardsigmoid(_Elementwise):
+    """relu6(x + 3) / 6 elementwise."""
+
+    function = staticmethod(F.hardsigmoid)
+
+
+class Hardswish(_Elementwise):
+    """x relu6(x + 3) / 6 elementwise."""
+
+    function = staticmethod(F.hardswish)
+
+
+class Mish(_Elementwise):
+    """x tanh(softplus(x)) elementwise."""
+
+    function = staticmethod(F.mish)
+
+
+class SELU(_Elementwise):
+    """scale * elu(x, alpha) with the self-normalizing constants (Klambauer et al. 2017)."""
+
+    function = staticmethod(F.selu)
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)) elementwise."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Threshold(Module):
+    """x where x > threshold, else value, elementwise."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        return (f"threshold={self.threshold}, value={self.value}"
+                + (", inplace=True" if self.inplace else ""))
+
+
+class Softsign(Module):
+    """x / (1 + |x|) elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x) elementwise."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanhshrink(input)
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softshrink(input, self.lambd)
+
+
+class Softmin(Softmax):
+    """softmax(-x) along `dim`."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim)
+
+
+class GLU(Module):
+    """a * sigmoid(b) for the two halves a, b of the input along `dim`."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus",
-           "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
+           "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Hardsigmoid", "Hardswish",
+           "Mish", "SELU", "CELU", "Threshold", "Softsign", "Tanhshrink", "Hardshrink",
+           "Softshrink", "Softmin", "GLU"]

@@ -1,0 +1,160 @@
+"""Reductions and in-place ops on empty tensors, and float32 accumulation, as PyTorch 2.13.
+
+Empty tensors: a reduction over a size-0 dim either has an identity (sum 0, prod 1,
+logsumexp -inf, softmax empty) or raises PyTorch's error (max, argmax, median: IndexError
+for a size-0 reduced dim; RuntimeError, or IndexError for argmax, when reducing all dims of
+an empty tensor; torch 2.13 messages measured). A size-0 dim that is kept gives an empty
+result. Accumulation: float32 sums, products and scans must not lose the sum where numpy
+adds naively (a dim other than the contiguous trailing ones).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
+
+EMPTY = np.zeros((3, 0), np.float32)
+
+# reductions with an identity over the empty dim 1 of a (3, 0) tensor, and their values
+WITH_IDENTITY = {
+    "sum": (lambda x: x.sum(1), np.zeros(3)),
+    "prod": (lambda x: x.prod(1), np.ones(3)),
+    "mean": (lambda x: x.mean(1), np.full(3, np.nan)),
+    "logsumexp": (lambda x: jg.logsumexp(x, 1), np.full(3, -np.inf)),
+    "logsumexp_all": (lambda x: jg.logsumexp(x, (0, 1)), np.array(-np.inf)),
+    "norm2": (lambda x: x.norm(dim=1), np.zeros(3)),
+    "any": (lambda x: x.any(1), np.zeros(3, bool)),
+    "all": (lambda x: x.all(1), np.ones(3, bool)),
+    "count_nonzero": (lambda x: x.count_nonzero(1), np.zeros(3, np.int64)),
+    "softmax": (lambda x: F.softmax(x, 1), EMPTY),
+    "log_softmax": (lambda x: F.log_softmax(x, 1), EMPTY),
+    "cumsum": (lambda x: x.cumsum(1), EMPTY),
+    # a kept size-0 dim: the result is empty
+    "argmax_kept": (lambda x: x.argmax(0), np.zeros(0, np.int64)),
+    "argmin_kept": (lambda x: x.argmin(0), np.zeros(0, np.int64)),
+    "amax_kept": (lambda x: x.amax(0), np.zeros(0, np.float32)),
+    "max_dim_kept": (lambda x: x.max(0)[0], np.zeros(0, np.float32)),
+    "median_kept": (lambda x: x.median(0)[0], np.zeros(0, np.float32)),
+    "softmax_kept": (lambda x: F.softmax(x, 0), EMPTY),
+    "logsumexp_kept": (lambda x: jg.logsumexp(x, 0), np.zeros(0, np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", WITH_IDENTITY)
+def test_reduction_over_an_empty_tensor_gives_its_identity_or_an_empty_result(name):
+    fn, expected = WITH_IDENTITY[name]
+    out = fn(jg.tensor(EMPTY)).numpy()
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("fn", [lambda x: F.softmax(x, 1).sum(),
+                                lambda x: F.log_softmax(x, 1).sum(),
+                                lambda x: jg.logsumexp(x, 1).sum()],
+                         ids=["softmax", "log_softmax", "logsumexp"])
+def test_backward_through_an_empty_normalization_gives_an_empty_gradient(fn):
+    x = jg.tensor(EMPTY, requires_grad=True)
+    fn(x).backward()
+    assert x.grad.shape == (3, 0)
+
+
+# (call, error class, words of torch 2.13's message)
+NO_IDENTITY = {
+    "max_dim": (lambda x: x.max(1), IndexError, "Expected reduction dim 1 to have non-zero size"),
+    "min_dim": (lambda x: x.min(1), IndexError, "Expected reduction dim 1 to have non-zero size"),
+    "amax_dim": (lambda x: x.amax(1), IndexError, "Expected reduction dim 1 to have non-zero size"),
+    "amin_dims": (lambda x: x.amin((0, 1)), IndexError, "reduction dim 1 to have non-zero"),
+    "argmax_dim": (lambda x: x.argmax(1), IndexError, "argmax(): Expected reduction dim 1"),
+    "argmin_dim": (lambda x: x.argmin(1), IndexError, "argmin(): Expected reduction dim 1"),
+    "median_dim": (lambda x: x.median(1), IndexError, "median(): Expected reduction dim 1"),
+    "argmax_all": (lambda x: x.argmax(), IndexError, "input.numel() == 0"),
+    "max_all": (lambda x: x.max(), RuntimeError, "max(): Expected reduction dim to be specified"),
+    "amax_all": (lambda x: x.amax(), RuntimeError, "amax(): Expected reduction dim"),
+    "min_all": (lambda x: x.min(), RuntimeError, "min(): Expected reduction dim"),
+    "norm_inf_dim": (lambda x: jg.linalg.vector_norm(x, math.inf, dim=1), RuntimeError,
+                     "cannot compute the inf norm on the dimension 1"),
+    "norm_-inf_all": (lambda x: jg.linalg.vector_norm(x, -math.inf), RuntimeError,
+                      "cannot compute the -inf norm on an empty tensor"),
+}
+
+
+@pytest.mark.parametrize("name", NO_IDENTITY)
+def test_reduction_without_identity_over_an_empty_dim_raises_as_torch(name):
+    fn, error, words = NO_IDENTITY[name]
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        fn(jg.tensor(EMPTY))
+
+
+IN_PLACE = {
+    "add_": lambda t: t.add_(1), "mul_": lambda t: t.mul_(2), "relu_": lambda t: t.relu_(),
+    "exp_": lambda t: t.exp_(), "clamp_": lambda t: t.clamp_(0, 1), "fill_": lambda t: t.fill_(3),
+    "zero_": lambda t: t.zero_(), "copy_": lambda t: t.copy_(jg.ones(t.shape)),
+    "setitem": lambda t: t.__setitem__(slice(None), 1.0), "iadd": lambda t: t.__iadd__(1),
+}
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (2, 0, 4)], ids=str)
+@pytest.mark.parametrize("name", IN_PLACE)
+def test_in_place_op_on_an_empty_tensor_is_a_no_op(name, shape):
+    t = jg.zeros(shape)
+    out = IN_PLACE[name](t)
+    assert t.shape == shape and t._version == 1
+    assert out is None or out is t
+
+
+def test_in_place_op_on_an_expanded_tensor_still_raises():
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        jg.zeros(3, 1).expand(3, 4).add_(1)
+
+
+# ----- float32 accumulation ----------------------------------------------------------------
+
+N = 2 ** 25  # past 2^24, where float32 steps stop adding 1
+
+
+@pytest.mark.parametrize("layout", ["column", "strided", "contiguous"])
+def test_float32_sum_mean_var_norm_of_many_ones_are_exact(layout):
+    if layout == "column":  # reduce dim 0 of (N, 2): numpy adds naively along it
+        x, dim = jg.ones((N, 2)), 0
+    elif layout == "strided":
+        x, dim = jg.ones((2, 2 * N))[:, ::2], 1
+    else:
+        x, dim = jg.ones((2, N)), 1
+    np.testing.assert_array_equal(x.sum(dim).numpy(), [N, N])
+    np.testing.assert_array_equal(x.mean(dim).numpy(), [1, 1])
+    np.testing.assert_array_equal(x.var(dim).numpy(), [0, 0])
+    np.testing.assert_allclose(x.norm(dim=dim).numpy(), [math.sqrt(N)] * 2, rtol=1e-7)
+    assert x.sum(dim).dtype == jg.float32
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_float32_scans_accumulate_in_float64(op):
+    rng = np.random.default_rng(0)
+    if op == "cumsum":
+        data = np.ones(N, np.float32)
+    else:
+        data = (1 + rng.random(2 ** 16) * 1e-4).astype(np.float32)
+    out = getattr(jg.tensor(data), op)(0)
+    expected = getattr(np, op)(data.astype(np.float64)).astype(np.float32)
+    assert out.dtype == jg.float32
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_cumsum_gradient_accumulates_in_float64_too():
+    x = jg.tensor(np.ones(N, np.float32), requires_grad=True)
+    x.cumsum(0).sum().backward()
+    assert x.grad[0].item() == N  # the reverse cumulative sum of N ones
+
+
+def test_float32_prod_accumulates_in_float64():
+    data = (1 + np.random.default_rng(0).random(2 ** 20) * 1e-6).astype(np.float32)
+    expected = np.float32(np.prod(data.astype(np.float64)))
+    assert jg.tensor(data).prod().item() == expected
+
+
+def test_float16_mean_does_not_overflow_in_its_sum():
+    x = jg.full((70000,), 2.0, dtype=jg.float16)  # the sum, 140000, exceeds float16's max
+    assert x.mean().item() == 2.0 and x.mean().dtype == jg.float16
