@@ -118,7 +118,7 @@ def relu_step(x, w):
 
 
 def test_a_wrong_backward_lowering_is_caught_in_the_gradients(monkeypatch):
-    # relu's backward is g * (out > 0): `gt` appears only in the backward graph
+    # relu's backward is where(out > 0, g, 0): `gt` appears only in the backward graph
     x, = inputs((6, 4))
     w, = inputs((4, 5), seed=1, requires_grad=True)
     monkeypatch.setitem(lowering.LOWERINGS, OPS["gt"], lambda e, a, b: f"({a} >= {b})")
@@ -131,7 +131,7 @@ def test_a_wrong_backward_lowering_is_caught_in_the_gradients(monkeypatch):
                            "differently from eager\n  node:    %gt = gt(%saved_relu, 0)  "
                            f"b8[6, 5]  {HERE}:{line_of(relu_step, 'a = jg.relu(h)')}\n"), text
     assert "\n  op:      gt\n" in text
-    assert "\n  kernel:  fused_0 of the backward graph (mul, gt, to_dtype, mul), source " in text
+    assert "\n  kernel:  fused_0 of the backward graph (mul, gt, where), source " in text
     assert re.search(r"\n  error:   \d+ of 30 element\(s\) differ; first at \[\d, \d\]: "
                      r"compiled True, eager False\n", text), text
 
