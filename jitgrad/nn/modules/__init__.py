@@ -31,10 +31,21 @@ from jitgrad.nn.modules.loss import (
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.modules.normalization import LayerNorm
 from jitgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
+from jitgrad.nn.modules.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
+)
 from jitgrad.nn.modules.sparse import Embedding
 
 __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "ReLU",
            "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d"]
+           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
