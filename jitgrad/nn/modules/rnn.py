@@ -77,7 +77,7 @@ def gru_step(gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None) -
 
 
 def _slice_state(state: State, start: int, stop: int) -> State:
-    return tuple(s[start:stop] for s in state)
+    return tuple([s[start:stop] for s in state])
 
 
 def run_forward(step: Step, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None,
@@ -97,7 +97,7 @@ def run_forward(step: Step, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: T
         outputs.append(state[0])
     if finished:
         finished.append(state)
-        state = tuple(cat([part[k] for part in finished[::-1]], 0) for k in range(len(state)))
+        state = tuple([cat([part[k] for part in finished[::-1]], 0) for k in range(len(state))])
     return cat(outputs, 0), state
 
 
@@ -114,7 +114,8 @@ def run_reverse(step: Step, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: T
     for size in batch_sizes[::-1]:
         if size > state[0].shape[0]:
             start = state[0].shape[0]
-            state = tuple(cat([s, s0[start:size]], 0) for s, s0 in zip(state, initial, strict=True))
+            state = tuple([cat([s, s0[start:size]], 0)
+                           for s, s0 in zip(state, initial, strict=True)])
         offset -= size
         state = step(gates_x[offset:offset + size], state, w_hh, b_hh)
         outputs.append(state[0])
@@ -191,7 +192,7 @@ class RNNBase(Module):
         states = self._states_of(hx, batched)
         if not batched:
             x = input.unsqueeze(1)
-            states = tuple(s.unsqueeze(1) for s in states) if states is not None else None
+            states = tuple([s.unsqueeze(1) for s in states]) if states is not None else None
         elif self.batch_first:
             x = input.transpose(0, 1)
         else:
@@ -203,7 +204,7 @@ class RNNBase(Module):
                                          [batch] * steps, states)
         output = output.reshape(steps, batch, output.shape[1])
         if not batched:
-            return output.squeeze(1), self._pack_state(tuple(s.squeeze(1) for s in final))
+            return output.squeeze(1), self._pack_state(tuple([s.squeeze(1) for s in final]))
         if self.batch_first:
             output = output.transpose(0, 1)
         return output, self._pack_state(final)
@@ -215,11 +216,11 @@ class RNNBase(Module):
         self._check_input(data)
         states = self._states_of(hx, True)
         if states is not None and sorted_indices is not None:
-            states = tuple(s.index_select(1, sorted_indices) for s in states)
+            states = tuple([s.index_select(1, sorted_indices) for s in states])
         states = self._initial_states(states, batch_sizes[0], data)
         output, final = self._run_layers(data, batch_sizes, states)
         if unsorted_indices is not None:
-            final = tuple(s.index_select(1, unsorted_indices) for s in final)
+            final = tuple([s.index_select(1, unsorted_indices) for s in final])
         packed = PackedSequence(output, input.batch_sizes, sorted_indices, unsorted_indices)
         return packed, self._pack_state(final)
 
@@ -244,7 +245,7 @@ class RNNBase(Module):
         """The given states, checked against (num_layers*D, batch, H), or zeros of that shape."""
         shape = (self.num_layers * (2 if self.bidirectional else 1), batch, self.hidden_size)
         if states is None:
-            return tuple(zeros(*shape, dtype=input.dtype) for _ in range(self._state_count))
+            return tuple([zeros(*shape, dtype=input.dtype) for _ in range(self._state_count)])
         for k, s in enumerate(states):
             if tuple(s.shape) != shape:
                 which = "hidden" if self._state_count == 1 else f"hidden[{k}]"
@@ -271,11 +272,11 @@ class RNNBase(Module):
                 b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
                 run = run_reverse if direction else run_forward
                 output, final = run(self._step, F.linear(data, w_ih, b_ih),
-                                    tuple(s[index] for s in states), w_hh, b_hh, batch_sizes)
+                                    tuple([s[index] for s in states]), w_hh, b_hh, batch_sizes)
                 outputs.append(output)
                 finals.append(final)
             data = outputs[0] if directions == 1 else cat(outputs, 1)
-        return data, tuple(stack([f[k] for f in finals], 0) for k in range(self._state_count))
+        return data, tuple([stack([f[k] for f in finals], 0) for k in range(self._state_count)])
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
@@ -405,10 +406,10 @@ class RNNCellBase(Module):
                            for _ in range(self._state_count))
         else:
             states = tuple(hx) if self._state_count == 2 else (hx,)
-            states = states if batched else tuple(s.unsqueeze(0) for s in states)
+            states = states if batched else tuple([s.unsqueeze(0) for s in states])
         states = self._step(F.linear(x, self.weight_ih, self.bias_ih), states,
                             self.weight_hh, self.bias_hh)
-        states = states if batched else tuple(s.squeeze(0) for s in states)
+        states = states if batched else tuple([s.squeeze(0) for s in states])
         return states if self._state_count == 2 else states[0]
 
     def extra_repr(self) -> str:
