@@ -47,6 +47,7 @@ _GRAD_MODE_WRAPPER_CODE = grad_mode.no_grad()(lambda: None).__code__
 _EXACT_NUMBER_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv,
                            operator.neg, operator.lt, operator.le, operator.gt, operator.ge,
                            operator.eq, operator.ne}
+_COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
 
 # attributes of a traced tensor that do not exist without real data or autograd state
 # (`.grad` of a graph input is read through its source: TraceContext.grad_of)
@@ -196,9 +197,19 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
     if fn in (operator.mul, operator.imul) and any(isinstance(a, (ListVar, TupleVar))
                                                    for a in args):
         return _repeat_sequence(tx, *args)
+    if fn in _COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar)) for a in args):
+        # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
+        return ConstVar(fn(*[_constant_items(tx, a) for a in args]))
     if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
         raise Unsupported("UNSUPPORTED_OPERATOR", f"{fn.__name__} on containers")
     return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
+
+
+def _constant_items(tx: Any, var: Var) -> Any:
+    """A list or tuple of constants as its Python value, other constants as themselves."""
+    if isinstance(var, ListVar):
+        return [constant(tx, v) for v in var.items]
+    return constant(tx, var)
 
 
 def _repeat_sequence(tx: Any, a: Var, b: Var) -> Var:

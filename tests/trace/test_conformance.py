@@ -262,6 +262,17 @@ def test_extra_sequence_repeated_by_a_shape_is_unrolled_in_one_graph():
     assert report.graph_count == 1 and report.graph_break_count == 0
 
 
+def test_extra_comparison_of_shape_tuples_is_a_constant_in_one_graph():
+    def f(x):
+        if tuple(x.shape) != (3, 2) or list(x.shape) < [3, 2]:
+            return x * 2
+        return x + 1, [x.shape[0]] == [3], (1, 2) >= tuple(x.shape)
+
+    assert compiles_per_call(f, [(t(3, 2),), (t(3, 2, seed=1),), (t(4, 2),)]) == [1, 0, 1]
+    report = jg.explain(f)(t(3, 2))
+    assert report.graph_count == 1 and report.graph_break_count == 0
+
+
 def test_extra_decorated_generator_runs_eagerly():
     def gen(x):
         yield x + 1
