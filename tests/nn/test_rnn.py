@@ -16,7 +16,7 @@ import pytest
 
 import jitgrad as jg
 import jitgrad.nn as nn
-import jitgrad.nn.functional as F
+import jitgrad.nn.functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn.modules.rnn import gru_step, lstm_step, rnn_relu_step, rnn_tanh_step
 from jitgrad.nn.utils import rnn as rnn_utils
 
