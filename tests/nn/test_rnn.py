@@ -361,6 +361,9 @@ def test_packed_sequence_under_compile_equals_eager():
     for eager, compiled in zip(run(x), jg.compile(run, backend="eager")(x), strict=True):
         np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(),
                                    rtol=1e-12)
+    # batch sizes are data (Tensor.tolist()) and the packing helpers are not traced:
+    # packing, the packed forward and unpacking each end a graph and run between graphs
+    assert jg.explain(run)(x).graph_break_count == 3
 
 
 def test_pack_padded_sequence_layout_and_errors():
