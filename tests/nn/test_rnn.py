@@ -452,6 +452,22 @@ def test_dropout_applies_between_layers_in_training_only():
     np.testing.assert_allclose(y.detach().numpy(), np_rnn(cfg, params, x, zeros)[0], rtol=1e-12)
 
 
+def test_dropout_between_layers_compiles_into_the_one_graph():
+    module = Config("lstm", 2).make(jg.float32, dropout=0.5)
+    x = jg.tensor(inputs(Config("lstm", 2), np.float32)[0])
+
+    def run(x):
+        return module(x)[0]
+
+    report = jg.explain(run)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    jg.manual_seed(3)
+    eager = run(x)
+    jg.manual_seed(3)
+    np.testing.assert_allclose(jg.compile(run, backend="eager")(x).detach().numpy(),
+                               eager.detach().numpy(), rtol=1e-6)
+
+
 def test_refusals_and_user_errors_name_the_problem():
     with pytest.raises(NotImplementedError, match="proj_size"):
         nn.LSTM(3, 4, proj_size=2)
