@@ -243,7 +243,7 @@ UNSUPPORTED = [
      r"autocast.*float32"),
     ("torch.nn.functional.conv3d", AttributeError,
      r"jitgrad does not implement torch\.nn\.functional\.conv3d \(used at .*<inventory>:1\)"),
-    ("torch.nn.LSTM", AttributeError, r"jitgrad does not implement torch\.nn\.LSTM"),
+    ("torch.nn.LSTM(2, 3, proj_size=1)", NotImplementedError, r"proj_size"),
     ("torch.nn.Conv2d(2, 2, 3, groups=2)", NotImplementedError, r"groups=1"),
     ("torch.nn.functional.max_pool2d(torch.ones(1, 1, 4, 4), 2, return_indices=True)",
      NotImplementedError, r"return_indices=True is not implemented"),
