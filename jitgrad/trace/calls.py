@@ -44,8 +44,7 @@ _GRAD_MODE_WRAPPER_CODE = grad_mode.no_grad()(lambda: None).__code__
 
 # Python operators on numbers that int64/float64 graph values compute as Python does
 # (see `_number_operator`): the comparisons, and arithmetic on bools made ints first
-_NUMBER_COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
-                       operator.ne}
+_COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
 _NUMBER_ARITHMETIC = {operator.add, operator.sub, operator.mul, operator.truediv,
                       operator.floordiv, operator.mod, operator.neg, operator.pos}
 # Python's ZeroDivisionError messages: (operator, both operands int) -> message
@@ -198,6 +197,12 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
         a, b = args
         items = unpack_iterable(tx, a) + unpack_iterable(tx, b)
         return ListVar(items) if isinstance(a, ListVar) else TupleVar(items)
+    if fn in (operator.mul, operator.imul) and any(isinstance(a, (ListVar, TupleVar))
+                                                   for a in args):
+        return _repeat_sequence(tx, *args)
+    if fn in _COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar)) for a in args):
+        # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
+        return ConstVar(fn(*[_constant_items(tx, a) for a in args]))
     if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
         raise Unsupported("UNSUPPORTED_OPERATOR", f"{fn.__name__} on containers")
     return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
@@ -209,7 +214,7 @@ def _number_operator(tx: Any, fn: Any, args: list[Var]) -> Var:
     as ints in arithmetic, and a zero divisor raising Python's ZeroDivisionError when the
     graph runs (a `check_values` node, Note [Value checks in graphs]). Other operators
     (`**`, bit operations) run in Python at a graph break."""
-    if fn not in _NUMBER_COMPARISONS and fn not in _NUMBER_ARITHMETIC:
+    if fn not in _COMPARISONS and fn not in _NUMBER_ARITHMETIC:
         raise Unsupported("DYNAMIC_NUMBER", f"Python `{fn.__name__}` on a number that changes "
                           "between calls (it is a graph input)", "it runs in Python between "
                           "graphs; use it in tensor ops to keep it in the graph")
@@ -245,6 +250,22 @@ def _nonzero_divisor(value: Any, message: str) -> Any:
                               "the eager run shows the error at your line")
         return value
     return check_values(value, reject="zero", error="ZeroDivisionError", message=message)
+
+
+def _constant_items(tx: Any, var: Var) -> Any:
+    """A list or tuple of constants as its Python value, other constants as themselves."""
+    if isinstance(var, ListVar):
+        return [constant(tx, v) for v in var.items]
+    return constant(tx, var)
+
+
+def _repeat_sequence(tx: Any, a: Var, b: Var) -> Var:
+    """`[x] * n` or `n * (x, y)`: the items repeated, for an int n fixed at trace time."""
+    sequence, count = (a, b) if isinstance(a, (ListVar, TupleVar)) else (b, a)
+    if not isinstance(count, ConstVar) or not isinstance(count.value, int):
+        raise Unsupported("UNSUPPORTED_OPERATOR", "mul of a container by a non-constant")
+    items = unpack_iterable(tx, sequence) * constant(tx, count)
+    return ListVar(items) if isinstance(sequence, ListVar) else TupleVar(items)
 
 
 def getitem(tx: Any, container: Var, index: Var) -> Var:

@@ -69,7 +69,8 @@ _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linal
                        "jitgrad.optim.functional")
 # jitgrad code written to be traced like user code (Note [Compiled optimizer step] in
 # jitgrad/optim/optimizer.py): inlined, so its reads of parameters, grads and state become
-# sourced graph inputs and its in-place updates are functionalized
+# sourced graph inputs and its in-place updates are functionalized; the recurrent layers,
+# whose forward calls their own helpers and step functions, so the time loop unrolls
 _TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam",
                            "jitgrad.optim.rmsprop")
 # nn.Module code (forward and the helpers it calls, e.g. BatchNorm's input check) is traced
