@@ -1,0 +1,133 @@
+"""Fuzz campaign: `python -m tests.fuzz --programs 10000 --seed S [--jobs N] [--backends ...]`.
+
+Generates programs `seed .. seed + programs - 1`, checks each on the backends, shrinks and
+saves each failure under `--out` (see tests.fuzz.campaign), and prints figures: programs,
+time per program, mismatches per label (backend:kind), fuzzer errors, feature coverage.
+`--torch [PYTHON]` adds real torch (run by that interpreter) as a backend compared with
+eager jitgrad. `--known-off` turns off the features of tests.fuzz.test_fuzz.KNOWN_OPEN;
+`--off a,b` turns off more. `--replay DIR` re-runs a saved failure and prints its diff.
+"""
+
+import argparse
+import collections
+import multiprocessing
+import pickle
+import sys
+import time
+import traceback
+
+from tests.fuzz import campaign
+from tests.fuzz.generator import FEATURES, generate
+
+TORCH_PYTHON = "/work/torchref/bin/python"
+STATE: dict = {}
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n")[0])
+    p.add_argument("--programs", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--backends", default="numba,compiled_eager,numpy")
+    p.add_argument("--torch", nargs="?", const=TORCH_PYTHON, default=None, metavar="PYTHON")
+    p.add_argument("--out", default="fuzz_failures")
+    p.add_argument("--known-off", action="store_true")
+    p.add_argument("--off", default="")
+    p.add_argument("--no-shrink", action="store_true")
+    p.add_argument("--replay", default=None, metavar="DIR")
+    return p.parse_args(argv)
+
+
+def features_of(args) -> frozenset:
+    off = {f for f in args.off.split(",") if f}
+    if args.known_off:
+        from tests.fuzz.test_fuzz import KNOWN_OPEN
+        off |= set(KNOWN_OPEN)
+    unknown = off - FEATURES
+    if unknown:
+        raise SystemExit(f"unknown features: {sorted(unknown)}; known: {sorted(FEATURES)}")
+    return FEATURES - off
+
+
+def init_worker(args) -> None:
+    STATE["args"] = args
+    STATE["features"] = features_of(args)
+    STATE["backends"] = [b for b in args.backends.split(",") if b]
+    if args.torch:
+        from tests.fuzz.torch_worker import TorchWorker
+        STATE["torch"] = TorchWorker(args.torch)
+        STATE["backends"].append("torch")
+
+
+def one(seed: int) -> dict:
+    """Check one seed; shrink and save its failures. Returns figures for the summary."""
+    start = time.perf_counter()
+    try:
+        program = generate(seed, STATE["features"])
+        found = campaign.check(program, STATE["backends"], STATE.get("torch"))
+    except Exception:  # noqa: BLE001 - a fuzzer crash is a figure, not the end of the run
+        return {"seed": seed, "error": traceback.format_exc(limit=3), "time": 0.0}
+    elapsed = time.perf_counter() - start
+    labels = {}
+    for backend, diff in found.items():
+        label = campaign.label_of(backend, diff)
+        shrunk = program
+        if not STATE["args"].no_shrink:
+            shrunk = campaign.shrink(program, backend, label, diff[0], STATE.get("torch"))
+        labels[label] = campaign.save(STATE["args"].out, label, program, shrunk, diff)
+    return {"seed": seed, "time": elapsed, "labels": labels, "used": sorted(program.used),
+            "numpy": program.numpy_source is not None, "raises": program.expect_raise}
+
+
+def summarize(rows, wall: float) -> None:
+    ok = [r for r in rows if "error" not in r]
+    per_label = collections.Counter(lab for r in ok for lab in r["labels"])
+    coverage = collections.Counter(f for r in ok for f in r["used"])
+    print(f"programs {len(rows)}  wall {wall:.0f} s  "
+          f"check time per program {sum(r['time'] for r in ok) / max(len(ok), 1):.2f} s")
+    print(f"with numpy reference {sum(r['numpy'] for r in ok)}  "
+          f"error programs {sum(r['raises'] for r in ok)}  "
+          f"failing programs {sum(bool(r['labels']) for r in ok)}")
+    print("mismatches per label:")
+    for label, n in per_label.most_common():
+        seeds = [r["seed"] for r in ok if label in r["labels"]][:8]
+        print(f"  {label:40s} {n:5d}  seeds {seeds}")
+    errors = [r for r in rows if "error" in r]
+    print(f"fuzzer errors {len(errors)}" + "".join(
+        f"\n  seed {r['seed']}: {r['error'].strip().splitlines()[-1]}" for r in errors[:10]))
+    print("feature coverage: " + ", ".join(f"{f} {n}" for f, n in sorted(coverage.items())))
+
+
+def replay(path: str, backends) -> None:
+    with open(f"{path}/programs.pkl", "rb") as f:
+        programs = pickle.load(f)
+    for name, program in programs.items():
+        print(f"--- {name}\n{program.source}")
+        for backend, diff in campaign.check(program, backends).items():
+            print(f"{backend}: call {diff[0]}: {diff[1]}")
+
+
+def main(argv=None) -> None:
+    args = parse(argv if argv is not None else sys.argv[1:])
+    if args.replay:
+        replay(args.replay, [b for b in args.backends.split(",") if b])
+        return
+    seeds = range(args.seed, args.seed + args.programs)
+    start = time.perf_counter()
+    rows = []
+    if args.jobs == 1:
+        init_worker(args)
+        for i, seed in enumerate(seeds):
+            rows.append(one(seed))
+            if rows[-1].get("labels") or (i + 1) % 50 == 0:
+                print(f"[{i + 1}/{len(seeds)}] seed {seed} {rows[-1].get('labels', '')}",
+                      flush=True)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(args.jobs, initializer=init_worker, initargs=(args,)) as pool:
+            rows = list(pool.imap_unordered(one, seeds))
+    summarize(sorted(rows, key=lambda r: r["seed"]), time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
