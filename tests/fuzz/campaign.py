@@ -61,31 +61,35 @@ def still_fails(candidate: Program, backend: str, label: str, torch_worker) -> b
 
 
 def shrink(program: Program, backend: str, label: str, call_index: int, torch_worker=None,
-           budget: int = 40) -> Program:
-    """Delete statements, returns and calls while `label` persists (at most `budget` runs)."""
+           budget: int = 60) -> Program:
+    """Delete calls, statements and returns while `label` persists: passes until none
+    succeeds or `budget` runs are spent."""
     best = variant(program, list(range(len(program.statements))), list(program.returns),
                    program.calls[:call_index + 1])
     keep = list(range(len(best.statements)))
-    steps = [("calls", i) for i in range(len(best.calls) - 1)]
-    steps += [("stmt", i) for i in reversed(range(len(keep)))]
-    steps += [("ret", r) for r in list(best.returns)]
-    for what, item in steps:
-        if budget <= 0:
-            break
-        calls, returns, kept = best.calls, list(best.returns), list(keep)
-        if what == "calls" and len(calls) > 1:
-            calls = calls[1:]
-        elif what == "stmt" and item in kept:
-            kept.remove(item)
-        elif what == "ret" and len(returns) > 1:
-            returns.remove(item)
-        else:
-            continue
-        budget -= 1
-        candidate = variant(program, kept, returns, calls)
-        if still_fails(candidate, backend, label, torch_worker):
-            best, keep = candidate, kept
+    progress = True
+    while progress and budget > 0:
+        progress = False
+        for calls, kept, returns in candidates(best, keep):
+            if budget <= 0:
+                break
+            budget -= 1
+            candidate = variant(program, kept, returns, calls)
+            if still_fails(candidate, backend, label, torch_worker):
+                best, keep, progress = candidate, kept, True
+                break
     return best
+
+
+def candidates(best: Program, keep: list[int]):
+    """One-step reductions of `best`: drop the first call, a statement, or a return."""
+    if len(best.calls) > 1:
+        yield best.calls[1:], keep, best.returns
+    for i in reversed(keep):
+        yield best.calls, [k for k in keep if k != i], best.returns
+    if len(best.returns) > 1:
+        for r in best.returns:
+            yield best.calls, keep, [x for x in best.returns if x != r]
 
 
 def save(out_dir: str, label: str, program: Program, shrunk: Program, details) -> str:

@@ -82,7 +82,7 @@ def compare_call(program, call_index, ref: dict, got: dict, typed: bool) -> list
             out.append((prefix + "output_count", f"{len(ref[key])} vs {len(got[key])}"))
             continue
         scale = scale_of(ref[key], call)
-        for j, (r, g) in enumerate(zip(ref[key], got[key])):
+        for j, (r, g) in enumerate(zip(ref[key], got[key], strict=False)):
             kind = describe_diff(r, g, tol, scale, typed)
             if kind is not None:
                 out.append((prefix + kind, f"{key}[{j}]: {summary(r)} vs {summary(g)}"))
@@ -102,7 +102,7 @@ def summary(desc: dict) -> str:
 
 def compare(program, ref_results, got_results, typed=True, sink=False) -> tuple | None:
     """(call index, mismatches) of the first call that differs, or None."""
-    for i, (ref, got) in enumerate(zip(ref_results, got_results)):
+    for i, (ref, got) in enumerate(zip(ref_results, got_results, strict=False)):
         found = compare_call(program, i, ref, got, typed)
         if sink and "sink" in ref and "sink" in got and ref["sink"] != got["sink"]:
             found.append(("sink", f"{ref['sink']!r} vs {got['sink']!r}"))

@@ -22,6 +22,7 @@ Features are named switches (`FEATURES`); the CI test turns off those in `KNOWN_
 
 import random
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +37,7 @@ FEATURES = frozenset({
     "graph_break", "item", "no_grad", "enable_grad_in_no_grad", "no_grad_leaf_inplace",
     "layout_queries", "special_values", "empty", "noncontig", "big", "grad",
     "backward_inside", "shape_change", "dtype_change", "bool_arith", "python_float_args",
-    "index_oob", "cat_stack", "creation", "error_programs", "float64_inputs",
+    "index_oob", "index_empty_grad", "cat_stack", "creation", "error_programs", "float64_inputs",
 })
 
 
@@ -111,8 +112,10 @@ class Generator:
         """Execute the candidate on eager jitgrad; keep it if it runs (see module notes)."""
         snapshot = dict(self.env)
         try:
-            exec(compile(torch_src, "<candidate>", "exec"), self.ns, self.env)
-        except Exception:  # noqa: BLE001 - any failure means: not a valid candidate
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                exec(compile(torch_src, "<candidate>", "exec"), self.ns, self.env)
+        except Exception:  # any failure means: not a valid candidate
             self.env = snapshot
             if "error_programs" in self.features and self.rng.random() < 0.05:
                 self.statements.append(torch_src)
@@ -192,7 +195,7 @@ def generate(seed: int, features: frozenset = FEATURES) -> Program:
     g.grad_program = g.on("grad", 0.5)
     params, templates, calls = plan_arguments(g)
     g.params = params
-    for name, spec in zip(params, inputs.specs(templates, calls[0])):
+    for name, spec in zip(params, inputs.specs(templates, calls[0]), strict=False):
         g.env[name], _ = harness.materialize(jitgrad, spec)
         g.exact[name] = True
     target = g.rng.randint(2, 9)

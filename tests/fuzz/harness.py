@@ -76,7 +76,7 @@ def backward_of(torch, outputs):
         loss = loss + term
     try:
         loss.backward()
-    except Exception as err:  # noqa: BLE001 - the class is the result being compared
+    except Exception as err:  # the class is the result being compared
         return builtin_class(err)
     return None
 
@@ -89,7 +89,7 @@ def run_call(torch, fn, call, sink):
     sink.truncate()
     try:
         outputs = fn(*args)
-    except Exception as err:  # noqa: BLE001 - the class is the result being compared
+    except Exception as err:  # the class is the result being compared
         return {"raise": builtin_class(err), "message": str(err)[:300]}
     if not isinstance(outputs, tuple):
         outputs = (outputs,)
