@@ -145,7 +145,8 @@ def softmax(a, axis):
 
 
 def log_softmax(a, axis):
-    return a - logsumexp(a, axis, keepdims=True)
+    shifted = a - np.max(a, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 def layer_norm(a, n):

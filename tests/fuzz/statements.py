@@ -9,6 +9,7 @@ import jitgrad
 from tests.fuzz.ops import BINARY, REDUCTIONS, SCALARS, UNARY, ZERO_DIM, ZERO_DIM_NUMPY
 
 BOOL_ARITH = {"add", "sub", "mul", "rsub", "add_alpha", "div"}
+WIDEN = {"sign", "floor", "round"}  # numpy has no bool loop for these
 
 
 def is_float(t) -> bool:
@@ -35,7 +36,7 @@ def unary(g) -> bool:
     if op.name == "to_float" and g.env[a].dtype == jitgrad.float64:
         exact = False
     # numpy's float ufuncs give float16 for bool operands: widen first, as torch does
-    n_a = f"f64({a})" if op.kind in ("smooth", "domain") else a
+    n_a = f"f64({a})" if op.kind in ("smooth", "domain") or op.name in WIDEN else a
     n_line = None if n_src is None else f"{v} = " + n_src.format(a=n_a)
     return g.try_add(f"{v} = " + t_src.format(a=a), n_line, {v: exact}, "pointwise")
 
