@@ -37,7 +37,7 @@ FEATURES = frozenset({
     "graph_break", "item", "no_grad", "enable_grad_in_no_grad", "no_grad_leaf_inplace",
     "layout_queries", "special_values", "empty", "noncontig", "big", "grad",
     "backward_inside", "shape_change", "dtype_change", "bool_arith", "python_float_args",
-    "index_oob", "index_empty_grad", "cat_stack", "creation", "error_programs", "float64_inputs",
+    "index_oob", "index_empty_grad", "large_constants", "cat_stack", "creation", "error_programs", "float64_inputs",
 })
 
 
@@ -148,7 +148,7 @@ BUILDERS = [
     (blocks.no_grad_leaf_inplace, 0.2), (blocks.grad_mode, 0.5),
     (blocks.python_control, 0.7), (blocks.data_branch, 0.5), (blocks.graph_break, 0.5),
     (blocks.item, 0.3), (blocks.layout_query, 0.2), (blocks.cat_stack, 0.4),
-    (blocks.creation, 0.3),
+    (blocks.creation, 0.3), (statements.large_constant, 0.3),
 ]
 
 

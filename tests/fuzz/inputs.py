@@ -115,5 +115,5 @@ def py_params(g) -> dict:
         if g.rng.random() < 0.3:
             out["flag"] = g.rng.random() < 0.5
     if "python_float_args" in g.features and g.rng.random() < 0.3:
-        out["s"] = g.rng.choice([0.5, -1.25, 3.0, 1e-3])
+        out["s"] = g.rng.choice([0.5, -1.25, 3.0, 1e-3, 0.1, 1 / 3])
     return out

@@ -49,6 +49,10 @@ def operand(g, a):
         if b is not None:
             return b, b, g.exact.get(b, False), is_bool(g.env[b]), "pointwise"
     if r < 0.75 and "scalars" in g.features:
+        if "large_constants" in g.features and g.rng.random() < 0.15:
+            # float32 absorbs |x| < 4 into 1e8: (x + 1e8) - 1e8 is 0, not x, unless reassociated
+            s = g.rng.choice(["1e8", "-1e8", "3e38"])
+            return s, None, True, False, "large_constants"
         s = g.rng.choice(SCALARS)
         return s, s, True, s == "True", "scalars"
     if r < 0.85 and "zero_dim" in g.features:
@@ -81,8 +85,9 @@ def binary(g) -> bool:
         feature = "bool_arith"
     v = g.new_name()
     exact = exact_a and exact_b and op.kind in ("exact", "disc")
-    return g.try_add(f"{v} = " + t_src.format(a=a, b=b), f"{v} = " + n_src.format(a=a, b=nb),
-                     {v: exact}, feature)
+    # the float64 reference keeps what float32 loses to a large constant: no numpy here
+    n_line = None if nb is None else f"{v} = " + n_src.format(a=a, b=nb)
+    return g.try_add(f"{v} = " + t_src.format(a=a, b=b), n_line, {v: exact}, feature)
 
 
 def dims_for(g, ndim, needs_dim, allow_tuple):
@@ -229,3 +234,16 @@ def bool_mask(g) -> bool:
         return False
     v = g.new_name()
     return g.try_add(f"{v} = {a}[{a} > 0]", f"{v} = {a}[{a} > 0]", {v: True}, "bool_mask")
+
+
+ABSORBING = ["({a} + 1e8) - 1e8", "({a} - 1e8) + {a}", "{a} * 3e38 * 10.0", "({a} * 1e30) / 1e30"]
+
+
+def large_constant(g) -> bool:
+    """float32 absorption and overflow that reassociation or float64 temporaries would hide."""
+    a = g.pick(is_float)
+    if a is None or "large_constants" not in g.features:
+        return False
+    v = g.new_name()
+    return g.try_add(f"{v} = " + g.rng.choice(ABSORBING).format(a=a), None, {v: False},
+                     "large_constants")
