@@ -37,7 +37,8 @@ FEATURES = frozenset({
     "graph_break", "item", "no_grad", "enable_grad_in_no_grad", "no_grad_leaf_inplace",
     "layout_queries", "special_values", "empty", "noncontig", "big", "grad",
     "backward_inside", "shape_change", "dtype_change", "bool_arith", "python_float_args",
-    "index_oob", "index_empty_grad", "large_constants", "cat_stack", "creation", "error_programs", "float64_inputs",
+    "index_oob", "index_empty_grad", "large_constants", "add_alpha_scalar",
+    "self_operand", "cat_stack", "creation", "error_programs", "float64_inputs",
 })
 
 

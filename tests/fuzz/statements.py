@@ -79,6 +79,14 @@ def binary(g) -> bool:
         t_src, n_src = op.safe_torch, op.safe_numpy
         if not b.isidentifier():
             return False
+    if op.name == "add_alpha" and feature in ("scalars", "python_float_args"):
+        if "add_alpha_scalar" not in g.features:
+            return False
+        feature = "add_alpha_scalar"
+    if b == a and op.kind != "disc":
+        if "self_operand" not in g.features:
+            return False
+        feature = "self_operand"
     if is_bool(g.env[a]) and bool_b and op.name in BOOL_ARITH:
         if "bool_arith" not in g.features:
             return False
