@@ -29,11 +29,13 @@ VIEW_OF = [  # (torch, numpy, min rank)
 ]
 
 
-def inplace_text(g, c, rank):
+def inplace_text(g, c, rank, empty=False):
     """(torch, numpy, exact) of one in-place op on `c` (rank `rank`), or None."""
     t_tpl, n_tpl, exact, min_rank = g.rng.choice(INPLACE)
-    if rank < min_rank:
+    if rank < min_rank or (empty and "inplace_empty" not in g.features):
         return None
+    if empty:
+        g.used.add("inplace_empty")
     b = g.pick() or "1.0"
     b0 = "0.25" if g.rng.random() < 0.5 else f"{b}.sum()"
     fmt = {"c": c, "b": b, "b0": b0}
@@ -46,7 +48,7 @@ def inplace(g) -> bool:
     if a is None or "inplace" not in g.features:
         return False
     c = g.new_name()
-    text = inplace_text(g, c, g.env[a].dim())
+    text = inplace_text(g, c, g.env[a].dim(), g.env[a].numel() == 0)
     if text is None:
         return False
     t_op, n_op, exact = text
@@ -63,7 +65,7 @@ def inplace_view(g) -> bool:
     c, w = g.new_name(), g.new_name()
     if g.env[a].dim() < min_rank or (t_view.endswith(".t()") and g.env[a].dim() > 2):
         return False
-    text = inplace_text(g, w, max(g.env[a].dim() - 1, 0))
+    text = inplace_text(g, w, max(g.env[a].dim() - 1, 0), g.env[a].numel() == 0)
     if text is None:
         return False
     t_op, n_op, exact = text
@@ -80,7 +82,7 @@ def inplace_input(g) -> bool:
     if not params or "inplace_input" not in g.features:
         return False
     a = g.rng.choice(params)
-    text = inplace_text(g, a, g.env[a].dim())
+    text = inplace_text(g, a, g.env[a].dim(), g.env[a].numel() == 0)
     if text is None:
         return False
     t_op, n_op, exact = text

@@ -46,8 +46,9 @@ def values(ref: np.ndarray, got: np.ndarray, tol: float, scale: float) -> str | 
     if not np.array_equal(ref[infs], got[infs]):
         return "inf"
     finite = ~(infs | np.isnan(ref))
-    err = np.abs(ref[finite] - got[finite])
-    return None if np.all(err <= tol * (np.abs(ref[finite]) + scale)) else "value"
+    with np.errstate(over="ignore"):  # near float64's max, |ref| + scale may overflow
+        err = np.abs(ref[finite] - got[finite])
+        return None if np.all(err <= tol * (np.abs(ref[finite]) + scale)) else "value"
 
 
 def describe_diff(ref: dict, got: dict, tol: float, scale: float, typed: bool) -> str | None:

@@ -38,7 +38,7 @@ FEATURES = frozenset({
     "layout_queries", "special_values", "empty", "noncontig", "big", "grad",
     "backward_inside", "shape_change", "dtype_change", "bool_arith", "python_float_args",
     "index_oob", "index_empty_grad", "large_constants", "add_alpha_scalar",
-    "self_operand", "cat_stack", "creation", "error_programs", "float64_inputs",
+    "self_operand", "inplace_empty", "cat_stack", "creation", "error_programs", "float64_inputs",
 })
 
 

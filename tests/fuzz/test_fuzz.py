@@ -21,6 +21,8 @@ KNOWN_OPEN = {
     "add_alpha_scalar": "torch.add(int, python float, alpha=2) is float64 in eager (torch and"
                         " compiled: float32)",
     "self_operand": "numba: v - v is 0, not NaN, for v = logsumexp(x) with inf or NaN in x",
+    "inplace_empty": "eager: an in-place op on a zero-size tensor (zero strides) raises 'more than"
+                     " one element ... refers to a single memory location'",
     "bool_arith": "bool + bool / bool * bool in fused kernels",
     "index_empty_grad": "integer-tensor index of a zero-size tensor: compiled backward raises"
                         " ValueError (embedding_backward_forward reshape)",
