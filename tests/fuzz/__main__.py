@@ -11,8 +11,10 @@ eager jitgrad. `--known-off` turns off the features of tests.fuzz.test_fuzz.KNOW
 import argparse
 import collections
 import multiprocessing
+import os
 import pickle
 import sys
+import tempfile
 import time
 
 from tests.fuzz import campaign
@@ -28,7 +30,7 @@ def parse(argv):
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--backends", default="numba,compiled_eager,numpy")
     p.add_argument("--torch", nargs="?", const=TORCH_PYTHON, default=None, metavar="PYTHON")
-    p.add_argument("--out", default="fuzz_failures")
+    p.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "jitgrad_fuzz_failures"))
     p.add_argument("--known-off", action="store_true")
     p.add_argument("--off", default="")
     p.add_argument("--no-shrink", action="store_true")

@@ -23,11 +23,13 @@ KNOWN_OPEN = {
     "self_operand": "numba: v - v is 0, not NaN, for v = logsumexp(x) with inf or NaN in x",
     "inplace_empty": "eager: an in-place op on a zero-size tensor (zero strides) raises 'more than"
                      " one element ... refers to a single memory location'",
+    "backward_inside": "backward of part of a compiled graph's outputs: the others get zero grads"
+                       " (.grad zeros, not None; numba: 0 * inf = NaN in .grad)",
     "bool_arith": "bool + bool / bool * bool in fused kernels",
     "index_empty_grad": "integer-tensor index of a zero-size tensor: compiled backward raises"
                         " ValueError (embedding_backward_forward reshape)",
 }
-SEEDS = range(40)
+SEEDS = range(80)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
