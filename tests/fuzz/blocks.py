@@ -86,6 +86,9 @@ def inplace_input(g) -> bool:
     if text is None:
         return False
     t_op, n_op, exact = text
+    # .float() of a float32 argument is the argument itself (torch's rule), but the numpy
+    # translation holds float32 arguments widened: whether a conversion aliases differs
+    n_op = None if g.conversions else n_op
     return g.try_add(t_op, n_op, {a: exact and g.exact.get(a, False)}, "inplace_input")
 
 

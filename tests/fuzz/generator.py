@@ -86,6 +86,7 @@ class Generator:
                    "SINK": __import__("io").StringIO(), "graph_break": jitgrad.graph_break}
         self.counter = 0
         self.expect_raise = False
+        self.conversions = False
 
     def on(self, feature: str, p: float) -> bool:
         """Whether to use `feature` now (enabled and drawn with probability p)."""

@@ -59,7 +59,7 @@ UNARY = [
        "1 / ({a}.abs() + 1)", "1 / (np.abs({a}) + 1)"),
     Op("pow_half", "{a} ** 0.5", "{a} ** 0.5", "domain",
        "{a}.abs() ** 0.5", "np.abs({a}) ** 0.5"),
-    Op("sign", "torch.sign({a})", "np.sign({a})", "disc"),
+    Op("sign", "torch.sign({a})", "np.where(np.isnan({a}), 0.0, np.sign({a}))", "disc"),
     Op("floor", "torch.floor({a})", "np.floor({a})", "disc"),
     Op("round", "torch.round({a})", "np.round({a})", "disc"),
     Op("gt0", "({a} > 0)", "({a} > 0)", "disc"),

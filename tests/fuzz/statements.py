@@ -38,6 +38,8 @@ def unary(g) -> bool:
     # numpy's float ufuncs give float16 for bool operands: widen first, as torch does
     n_a = f"f64({a})" if op.kind in ("smooth", "domain") or op.name in WIDEN else a
     n_line = None if n_src is None else f"{v} = " + n_src.format(a=n_a)
+    if op.name.startswith("to_"):
+        g.conversions = True
     return g.try_add(f"{v} = " + t_src.format(a=a), n_line, {v: exact}, "pointwise")
 
 
