@@ -1,0 +1,114 @@
+"""Compare a backend's call results with the reference's; mismatches as (kind, detail).
+
+Kinds: exception_class, raises_only_reference, raises_only_backend, output_count, none,
+python_value, dtype, shape, requires_grad, nan, inf, value (outputs); the same with prefix
+"input_" for inputs mutated in place and "grad_" for `.grad` (grad_none when one is None);
+sink, backward_exception. The tolerance model is in tests.fuzz.runner.
+"""
+
+import numpy as np
+
+EPS32 = float(np.finfo(np.float32).eps)
+EPS64 = float(np.finfo(np.float64).eps)
+
+
+def depth_of(program) -> int:
+    return sum(s.count("\n") + 1 + 2 * s.startswith("for") for s in program.statements)
+
+
+def eps_of(program, call: list[dict], desc: dict) -> float:
+    """float64's eps only for a float64 result of float64 inputs never cast to float32."""
+    arrays = [s["array"] for s in call if s["kind"] == "tensor"]
+    wide = arrays and all(a.dtype == np.float64 for a in arrays) and ".float()" not in \
+        program.source and desc.get("dtype") in ("float64", None)
+    return EPS64 if wide else EPS32
+
+
+def scale_of(descs: list[dict], call: list[dict]) -> float:
+    arrays = [d["values"] for d in descs if "values" in d]
+    arrays += [s["array"] for s in call if s["kind"] == "tensor"]
+    finite = [np.abs(a[np.isfinite(a)]).max() for a in arrays
+              if a.dtype.kind == "f" and np.isfinite(a).any()]
+    return float(max([1.0] + finite))
+
+
+def values(ref: np.ndarray, got: np.ndarray, tol: float, scale: float) -> str | None:
+    """None if equal under the model, else the kind: shape, nan, inf or value."""
+    if ref.shape != got.shape:
+        return "shape"
+    if ref.dtype.kind != "f" and got.dtype.kind != "f":
+        return None if np.array_equal(ref.astype(np.float64), got.astype(np.float64)) \
+            else "value"
+    ref, got = ref.astype(np.float64), got.astype(np.float64)
+    if not np.array_equal(np.isnan(ref), np.isnan(got)):
+        return "nan"
+    infs = np.isinf(ref) | np.isinf(got)
+    if not np.array_equal(ref[infs], got[infs]):
+        return "inf"
+    finite = ~(infs | np.isnan(ref))
+    with np.errstate(over="ignore"):  # near float64's max, |ref| + scale may overflow
+        err = np.abs(ref[finite] - got[finite])
+        return None if np.all(err <= tol * (np.abs(ref[finite]) + scale)) else "value"
+
+
+def describe_diff(ref: dict, got: dict, tol: float, scale: float, typed: bool) -> str | None:
+    if "none" in ref or "none" in got:
+        return None if ("none" in ref) == ("none" in got) else "none"
+    if "py" in ref or "py" in got:
+        same = ref.get("py") == got.get("py") and ref.get("value") == got.get("value")
+        return None if same or (ref.get("value") != ref.get("value")) else "python_value"
+    if typed and ref["dtype"] != got["dtype"]:
+        return "dtype"
+    if tuple(ref["shape"]) != tuple(got["shape"]):
+        return "shape"
+    if typed and ref["requires_grad"] != got["requires_grad"]:
+        return "requires_grad"
+    return values(ref["values"], got["values"], tol, scale)
+
+
+def compare_call(program, call_index, ref: dict, got: dict, typed: bool) -> list:
+    """Mismatches of one call (typed: compare dtypes and grads, false for numpy)."""
+    if "raise" in ref or "raise" in got:
+        if "raise" in ref and "raise" in got:
+            return [] if ref["raise"] == got["raise"] else [
+                ("exception_class", f"{ref['raise']} vs {got['raise']}")]
+        which = "reference" if "raise" in ref else "backend"
+        return [(f"raises_only_{which}", (ref if "raise" in ref else got).get("message", ""))]
+    call = program.calls[call_index]
+    depth = depth_of(program) + 1
+    out = []
+    for prefix, key in (("", "outputs"), ("input_", "inputs_after"), ("grad_", "grads")):
+        if key not in got or key not in ref or (key == "grads" and not typed):
+            continue
+        if len(ref[key]) != len(got[key]):
+            out.append((prefix + "output_count", f"{len(ref[key])} vs {len(got[key])}"))
+            continue
+        scale = scale_of(ref[key], call)
+        for j, (r, g) in enumerate(zip(ref[key], got[key], strict=False)):
+            tol = 16 * eps_of(program, call, r) * depth
+            kind = describe_diff(r, g, tol, scale, typed)
+            if kind is not None:
+                out.append((prefix + kind, f"{key}[{j}]: {summary(r)} vs {summary(g)}"))
+    if typed and ref.get("backward") != got.get("backward"):
+        out.append(("backward_exception", f"{ref.get('backward')} vs {got.get('backward')}"))
+    return out
+
+
+def summary(desc: dict) -> str:
+    if "none" in desc:
+        return "None"
+    if "py" in desc:
+        return f"{desc['py']} {desc['value']!r}"
+    text = np.array2string(np.asarray(desc["values"]).ravel()[:6], precision=6)
+    return f"{desc['dtype']}{list(desc['shape'])} {text}"
+
+
+def compare(program, ref_results, got_results, typed=True, sink=False) -> tuple | None:
+    """(call index, mismatches) of the first call that differs, or None."""
+    for i, (ref, got) in enumerate(zip(ref_results, got_results, strict=False)):
+        found = compare_call(program, i, ref, got, typed)
+        if sink and "sink" in ref and "sink" in got and ref["sink"] != got["sink"]:
+            found.append(("sink", f"{ref['sink']!r} vs {got['sink']!r}"))
+        if found:
+            return i, found
+    return None

@@ -1,0 +1,110 @@
+"""Run one program on each backend and compare every result against eager jitgrad.
+
+Backends: "eager" (plain jitgrad: the reference), "numba" and "compiled_eager"
+(`jitgrad.compile(backend="numba" | "eager")`, one CompiledFunction over all calls, so
+recompiles on changed shapes, dtypes and Python values are exercised), "numpy" (the
+float64 numpy translation; values and shapes only) and "torch" (real torch in a subprocess,
+tests.fuzz.torch_worker; compared to eager jitgrad).
+
+Tolerance model (float rounding only). Each finite float element must satisfy
+`|x - ref| <= tol * (|ref| + scale)` with `tol = 16 * eps * (depth + 1)`: eps is float32's
+unless the call is float64 throughout (int and bool promote to float32), depth the number
+of statements (loops count three times), scale the largest finite magnitude among the
+reference's outputs and inputs (at least 1), which bounds the absolute error of sums with
+cancellation. A wrong op, promotion or dropped term misses by orders of magnitude more.
+NaN positions must match exactly; infinities must match in position and sign; ints and
+bools exactly; dtypes, shapes, requires_grad, `.grad` None-ness and the builtin class of an
+exception exactly; inputs mutated in place are compared like outputs; what the program
+printed (SINK) exactly between jitgrad backends.
+"""
+
+import linecache
+import os
+import tempfile
+import warnings
+
+import numpy as np
+
+import jitgrad
+from tests.fuzz import harness
+from tests.fuzz.ops import NUMPY_PRELUDE
+
+JITGRAD_BACKENDS = ("numba", "compiled_eager")
+PROGRAM_DIR = os.path.join(tempfile.gettempdir(), f"jitgrad_fuzz_{os.getpid()}")
+
+
+def source_file(program) -> str:
+    """Write the program's source to a real file (line numbers, tracebacks) and register it."""
+    os.makedirs(PROGRAM_DIR, exist_ok=True)
+    path = os.path.join(PROGRAM_DIR, program.filename)
+    with open(path, "w") as f:
+        f.write(program.source)
+    linecache.cache[path] = (len(program.source), None, program.source.splitlines(True), path)
+    return path
+
+
+def run_jitgrad(program, backend: str) -> list[dict]:
+    """Results of every call of `program` on eager jitgrad or one compile backend."""
+    fn, sink = harness.load_program(jitgrad, program.source, source_file(program),
+                                    jitgrad.graph_break)
+    if backend != "eager":
+        fn = jitgrad.compile(fn, backend="eager" if backend == "compiled_eager" else backend)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return [harness.run_call(jitgrad, fn, call, sink) for call in program.calls]
+
+
+def numpy_args(call: list[dict]) -> list:
+    args = []
+    for spec in call:
+        if spec["kind"] == "py":
+            args.append(spec["value"])
+            continue
+        arr = spec["array"].astype(np.float64) if spec["array"].dtype == np.float32 \
+            else spec["array"].copy()
+        args.append(arr.swapaxes(-1, -2) if spec["layout"] == "T" else
+                    arr[..., ::2] if spec["layout"] == "step" else arr)
+    return args
+
+
+def run_numpy(program) -> list[dict] | None:
+    """Results of the numpy translation (float64), or None when the program has none."""
+    if program.numpy_source is None:
+        return None
+    namespace: dict = {}
+    exec(NUMPY_PRELUDE, namespace)
+    exec(compile(program.numpy_source, "<numpy " + program.filename + ">", "exec"), namespace)
+    results = []
+    for call in program.calls:
+        args = numpy_args(call)
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                outputs = namespace["program"](*args)
+        except Exception as err:  # the class is the result being compared
+            results.append({"raise": harness.builtin_class(err)})
+            continue
+        results.append({"outputs": [describe_numpy(o) for o in outputs],
+                        "inputs_after": [describe_numpy(a) for a in args
+                                         if isinstance(a, np.ndarray)]})
+    return results
+
+
+def describe_numpy(value) -> dict:
+    arr = np.array(value, copy=True)
+    return {"dtype": None, "shape": arr.shape, "values": arr}
+
+
+def run_all(program, backends, torch_worker=None) -> dict:
+    """{backend: results} for eager jitgrad and each requested backend."""
+    jitgrad.reset()
+    results = {"eager": run_jitgrad(program, "eager")}
+    for backend in backends:
+        if backend in JITGRAD_BACKENDS:
+            results[backend] = run_jitgrad(program, backend)
+        elif backend == "numpy":
+            results[backend] = run_numpy(program)
+        elif backend == "torch" and torch_worker is not None:
+            results[backend] = torch_worker.run(program)
+    jitgrad.reset()
+    return results

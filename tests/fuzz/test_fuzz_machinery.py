@@ -1,0 +1,51 @@
+"""The fuzzer's own parts: comparison model, determinism, source positions, shrinking."""
+
+import linecache
+
+import numpy as np
+
+import jitgrad
+from tests.fuzz import campaign, compare, harness, runner
+from tests.fuzz.generator import Program, generate
+
+
+def test_values_accept_rounding_and_reject_nan_inf_and_real_errors():
+    ref = np.array([1.0, np.nan, np.inf, -2.0], dtype=np.float32)
+    one_ulp = np.nextafter(ref, np.float32(10)).astype(np.float32)
+    one_ulp[1:3] = ref[1:3]
+    assert compare.values(ref, one_ulp, tol=1e-6, scale=1.0) is None
+    assert compare.values(ref, np.array([1.0, 0.0, np.inf, -2.0]), 1e-6, 1.0) == "nan"
+    assert compare.values(ref, np.array([1.0, np.nan, -np.inf, -2.0]), 1e-6, 1.0) == "inf"
+    assert compare.values(ref, np.array([1.0, np.nan, np.inf, -2.001]), 1e-6, 1.0) == "value"
+    assert compare.values(np.array([1, 2]), np.array([1, 3]), 1e-6, 1.0) == "value"
+
+
+def test_generation_is_deterministic_and_valid_in_eager():
+    for seed in range(5):
+        first, again = generate(seed), generate(seed)
+        assert first.source == again.source and first.numpy_source == again.numpy_source
+        results = runner.run_jitgrad(first, "eager")
+        assert first.expect_raise or "raise" not in results[0], first.source
+
+
+def test_program_source_is_registered_for_the_tracer():
+    program = generate(3)
+    path = runner.source_file(program)
+    assert linecache.getline(path, 1) == program.source.splitlines(True)[0]
+    fn, _ = harness.load_program(jitgrad, program.source, path, jitgrad.graph_break)
+    assert fn.__code__.co_filename == path and fn.__code__.co_firstlineno == 1
+
+
+def test_shrink_keeps_only_what_the_mismatch_needs():
+    # a numpy translation made wrong on purpose: only the statement defining v1 matters
+    arg = {"kind": "tensor", "array": np.arange(6, dtype=np.float32).reshape(2, 3),
+           "layout": "contig", "requires_grad": False}
+    program = Program(seed=0, source="", numpy_source="", calls=[[arg], [arg]], params=["a"],
+                      statements=["v1 = a * 2", "v2 = a + 1", "v3 = v2 * v2"],
+                      numpy_statements=["v1 = a * 3", "v2 = a + 1", "v3 = v2 * v2"])
+    program = campaign.variant(program, [0, 1, 2], ["v1", "v3"], program.calls)
+    found = campaign.check(program, ["numpy"])
+    label = campaign.label_of("numpy", found["numpy"])
+    assert label == "numpy:value"
+    shrunk = campaign.shrink(program, "numpy", label, found["numpy"][0])
+    assert shrunk.statements == ["v1 = a * 2"] and shrunk.returns == ["v1"]
