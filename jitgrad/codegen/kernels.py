@@ -17,6 +17,19 @@ The inner loop has a dense branch (every operand's inner stride is 1: each opera
 is sliced out and indexed `row[j]`) that LLVM vectorizes, and a strided branch. Above
 PARALLEL_THRESHOLD elements, and when numba has more than one thread (NUMBA_NUM_THREADS),
 a `prange` variant splits the outer dimension across threads.
+
+Note [No fast-math in pointwise code]: kernels compile without fast-math flags, so each
+element is computed by the operations eager runs, in its order, each rounded as numpy
+rounds it. Measured with numba 0.68 / LLVM 22 flag by flag (tests/codegen/
+test_numerics.py holds the expressions): `reassoc` turned `(x + 1e8) - 1e8` into `x`,
+`2 * x - x` at inf into inf (eager: NaN) and `x * 10 / 10` at 1e38 into 1e38 (eager:
+inf); `arcp` replaced divisions by reciprocal estimates (`1 / sqrt(1.0)` gave 0.99999994);
+`nsz` gave `1 / sqrt(-0.0)` the wrong sign; `contract` fuses `a * b + c` into an FMA
+(one rounding: `x * x - x * x` is not 0, an overflowing product can end finite); `afn`
+lets LLVM rewrite `pow` calls into multiplications. A map loop vectorizes without any of
+them (the loop vectorizer needs `reassoc` only for reductions; those keep it on their
+accumulators alone, Note [Reduction kernels]). The math library picks FMA itself where
+one rounding is part of its algorithm (Note [Fused multiply-add] in mathlib.py).
 """
 
 from __future__ import annotations
@@ -35,7 +48,6 @@ from jitgrad.codegen.lowering import lower_node
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Node
 
-FASTMATH = ("reassoc", "contract", "arcp", "nsz", "afn")  # keeps NaN/inf semantics
 PARALLEL_THRESHOLD = 1 << 17  # elements; below it, threads cost more than they save
 MIN_RANK = 2  # kernels loop over at least 2 dims, so a 1-D job can be split for prange
 
@@ -61,11 +73,10 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
     header += [f"#   {describe_node(n)}" for n in group.nodes]
     header += [f"# out{k} = %{n.name}" for k, n in enumerate(group.outputs)]
     header += [f"# in{k} = %{n.name}" for k, n in enumerate(group.inputs)]
-    fastmath = "{" + ", ".join(repr(f) for f in FASTMATH) + "}"
     lines = ["import math", "", "import numpy as np",
              "from numba import config as numba_config", "from numba import njit, prange", "",
              "from jitgrad.codegen import mathlib", "",
-             f"OPTIONS = dict(cache=True, error_model='numpy', fastmath={fastmath}, nogil=True)",
+             "OPTIONS = dict(cache=True, error_model='numpy', nogil=True)",
              "THREADS = numba_config.NUMBA_NUM_THREADS", ""]
     body = _element_body(group)
     # 0-d inputs (a step count, a bias correction) are loaded once, outside the loops: their

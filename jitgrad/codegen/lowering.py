@@ -13,7 +13,7 @@ when it cannot lower this particular call (e.g. pow on integers); the node then 
 an extern.
 
 NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see `_maximum`), and
-nothing relies on fastmath's nnan/ninf (DESIGN.md, Codegen).
+kernels compile without fast-math flags (Note [No fast-math in pointwise code] in kernels.py).
 Sources of the formulas: the eager forwards in jitgrad/eager/ops (pointwise.py,
 activation.py, comparison.py), which these mirror expression by expression.
 """
