@@ -20,16 +20,17 @@ a `prange` variant splits the outer dimension across threads.
 
 Note [No fast-math in pointwise code]: kernels compile without fast-math flags, so each
 element is computed by the operations eager runs, in its order, each rounded as numpy
-rounds it. Measured with numba 0.68 / LLVM 22 flag by flag (tests/codegen/
-test_numerics.py holds the expressions): `reassoc` turned `(x + 1e8) - 1e8` into `x`,
-`2 * x - x` at inf into inf (eager: NaN) and `x * 10 / 10` at 1e38 into 1e38 (eager:
-inf); `arcp` replaced divisions by reciprocal estimates (`1 / sqrt(1.0)` gave 0.99999994);
-`nsz` gave `1 / sqrt(-0.0)` the wrong sign; `contract` fuses `a * b + c` into an FMA
-(one rounding: `x * x - x * x` is not 0, an overflowing product can end finite); `afn`
-lets LLVM rewrite `pow` calls into multiplications. A map loop vectorizes without any of
-them (the loop vectorizer needs `reassoc` only for reductions; those keep it on their
-accumulators alone, Note [Reduction kernels]). The math library picks FMA itself where
-one rounding is part of its algorithm (Note [Fused multiply-add] in mathlib.py).
+rounds it. Each flag changed values (numba 0.68 / LLVM 22; tests/codegen/test_fastmath.py
+holds the expressions, and fails with any one flag put back): `reassoc` turned
+`(x + 1e8) - 1e8` into `x`, `2 * x - x` at inf into inf (eager: NaN) and `x * 10 / 10` at
+1e38 into 1e38 (eager: inf); `arcp` multiplied by 0.1 instead of dividing by 10 and, with
+`afn`, replaced `1 / sqrt(x)` by an estimate (0.99999994 at 1.0, NaN at -0.0); `nsz` gave
+`x + 0.0` at -0.0 the wrong sign; `contract` fused `2 * x - x` into one FMA (finite at
+3e38, eager: inf); `afn` expanded `pow(x, -3.0)` into `1 / (x * x * x)` (0 at 1e103,
+eager: 1e-309). A map loop vectorizes without any of them: the loop vectorizer needs
+`reassoc` only for reductions, which put it on their accumulators alone (Note [Reduction
+kernels]); the math library fuses multiply-adds itself where one rounding is part of its
+algorithm (Note [Fused multiply-add] in mathlib.py).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def lowers(*names: str) -> Callable[[Lowering], Lowering]:
 
 
 def _maximum(a: str, b: str) -> str:
-    # numpy's maximum: NaN in either operand gives NaN
+    # numpy's maximum: NaN in either operand gives NaN; of equal operands (-0.0, 0.0), b
     return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
 
 
@@ -148,8 +148,7 @@ for _name in ("floor", "ceil", "trunc"):
 
 @lowers("relu")
 def _relu(e: Emitter, x: str) -> str:
-    zero = e.const(0)
-    return f"({x} if not ({x} < {zero}) else {zero})"  # NaN stays NaN, as np.maximum
+    return _maximum(x, e.const(0))  # np.maximum(x, 0): NaN stays NaN, relu(-0.0) is 0.0
 
 
 @lowers("sigmoid")
