@@ -108,15 +108,19 @@ def _element_body(group: FusionGroup) -> list[str]:
 
 def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[str]:
     """One statement per node, `{prefix}{k} = np.<dtype>(<lowered expression>)`, reading
-    the kernel locals in `names` (updated with each node's local)."""
+    the kernel locals in `names` (updated with each node's local).
+
+    Every value is cast to its node's dtype, bool included: numba computes `b + b` on bools
+    as an integer add (2), numpy as a logical or (True), and `np.bool_` gives numpy's value
+    to the ops that read it (`(b + b) * 1.0` is 1.0 as in eager)."""
     lines = []
     for k, node in enumerate(nodes):
         expression = lower_node(node, names)
         assert expression is not None, f"{node!r} was grouped but does not lower"
         dtype = node.meta["val"].dtype.np
         names[node] = f"{prefix}{k}"
-        cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
-        lines.append(f"{prefix}{k} = {cast}  # %{node.name}")
+        cast = "bool_" if dtype.kind == "b" else dtype.name
+        lines.append(f"{prefix}{k} = np.{cast}({expression})  # %{node.name}")
     return lines
 
 

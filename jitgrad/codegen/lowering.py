@@ -52,13 +52,20 @@ class Emitter:
         self.dtype = dtype
 
     def const(self, value: Any) -> str:
-        """A literal of `value` in the compute dtype (`np.float32(0.5)`, `np.float32(np.inf)`)."""
-        if isinstance(value, bool) or self.dtype.kind == "b":
+        """A literal of `value` in the compute dtype (`np.float32(0.5)`, `np.float32(np.inf)`,
+        `np.int8(1)` for True): numpy converts a Python number to the array's dtype before the
+        op, so a bool literal is not left for numba to promote (`x_f32 + True`).
+
+        An integer outside the dtype's range stays int64: eager raises OverflowError for
+        arithmetic with it, and its comparisons are exact (numpy: `int8 < 200` is True)."""
+        if self.dtype.kind == "b":
             return repr(bool(value))
         if self.dtype.kind in "iu":
             if isinstance(value, float) and not value.is_integer():
                 return f"np.float64({value!r})"
-            return f"np.{self.dtype.name}({int(value)})"
+            value = int(value)
+            info = np.iinfo(self.dtype)
+            return f"np.{self.dtype.name if info.min <= value <= info.max else 'int64'}({value})"
         value = float(value)
         text = repr(value) if math.isfinite(value) else \
             ("np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf"))
