@@ -17,6 +17,20 @@ The inner loop has a dense branch (every operand's inner stride is 1: each opera
 is sliced out and indexed `row[j]`) that LLVM vectorizes, and a strided branch. Above
 PARALLEL_THRESHOLD elements, and when numba has more than one thread (NUMBA_NUM_THREADS),
 a `prange` variant splits the outer dimension across threads.
+
+Note [No fast-math in pointwise code]: kernels compile without fast-math flags, so each
+element is computed by the operations eager runs, in its order, each rounded as numpy
+rounds it. Each flag changed values (numba 0.68 / LLVM 22; tests/codegen/test_fastmath.py
+holds the expressions, and fails with any one flag put back): `reassoc` turned
+`(x + 1e8) - 1e8` into `x`, `2 * x - x` at inf into inf (eager: NaN) and `x * 10 / 10` at
+1e38 into 1e38 (eager: inf); `arcp` multiplied by 0.1 instead of dividing by 10 and, with
+`afn`, replaced `1 / sqrt(x)` by an estimate (0.99999994 at 1.0, NaN at -0.0); `nsz` gave
+`x + 0.0` at -0.0 the wrong sign; `contract` fused `2 * x - x` into one FMA (finite at
+3e38, eager: inf); `afn` expanded `pow(x, -3.0)` into `1 / (x * x * x)` (0 at 1e103,
+eager: 1e-309). A map loop vectorizes without any of them: the loop vectorizer needs
+`reassoc` only for reductions, which put it on their accumulators alone (Note [Reduction
+kernels]); the math library fuses multiply-adds itself where one rounding is part of its
+algorithm (Note [Fused multiply-add] in mathlib.py).
 """
 
 from __future__ import annotations
@@ -35,7 +49,6 @@ from jitgrad.codegen.lowering import lower_node
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Node
 
-FASTMATH = ("reassoc", "contract", "arcp", "nsz", "afn")  # keeps NaN/inf semantics
 PARALLEL_THRESHOLD = 1 << 17  # elements; below it, threads cost more than they save
 MIN_RANK = 2  # kernels loop over at least 2 dims, so a 1-D job can be split for prange
 
@@ -61,11 +74,10 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
     header += [f"#   {describe_node(n)}" for n in group.nodes]
     header += [f"# out{k} = %{n.name}" for k, n in enumerate(group.outputs)]
     header += [f"# in{k} = %{n.name}" for k, n in enumerate(group.inputs)]
-    fastmath = "{" + ", ".join(repr(f) for f in FASTMATH) + "}"
     lines = ["import math", "", "import numpy as np",
              "from numba import config as numba_config", "from numba import njit, prange", "",
              "from jitgrad.codegen import mathlib", "",
-             f"OPTIONS = dict(cache=True, error_model='numpy', fastmath={fastmath}, nogil=True)",
+             "OPTIONS = dict(cache=True, error_model='numpy', nogil=True)",
              "THREADS = numba_config.NUMBA_NUM_THREADS", ""]
     body = _element_body(group)
     # 0-d inputs (a step count, a bias correction) are loaded once, outside the loops: their
@@ -101,15 +113,18 @@ def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> l
     No node names: the body is hashed into the kernel's file name, so groups computing the
     same thing from different nodes share one file and one numba compile (DESIGN.md,
     Codegen); the header lists the nodes, in the order of their locals.
-    """
+
+    Every value is cast to its node's dtype, bool included: numba computes `b + b` on bools
+    as an integer add (2), numpy as a logical or (True), and `np.bool_` gives numpy's value
+    to the ops that read it (`(b + b) * 1.0` is 1.0 as in eager)."""
     lines = []
     for k, node in enumerate(nodes):
         expression = lower_node(node, names)
         assert expression is not None, f"{node!r} was grouped but does not lower"
         dtype = node.meta["val"].dtype.np
         names[node] = f"{prefix}{k}"
-        cast = expression if dtype.kind == "b" else f"np.{dtype.name}({expression})"
-        lines.append(f"{prefix}{k} = {cast}")
+        cast = "bool_" if dtype.kind == "b" else dtype.name
+        lines.append(f"{prefix}{k} = np.{cast}({expression})")
     return lines
 
 

@@ -13,7 +13,7 @@ when it cannot lower this particular call (e.g. pow on integers); the node then 
 an extern.
 
 NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see `_maximum`), and
-nothing relies on fastmath's nnan/ninf (DESIGN.md, Codegen).
+kernels compile without fast-math flags (Note [No fast-math in pointwise code] in kernels.py).
 Sources of the formulas: the eager forwards in jitgrad/eager/ops (pointwise.py,
 activation.py, comparison.py), which these mirror expression by expression.
 """
@@ -52,13 +52,20 @@ class Emitter:
         self.dtype = dtype
 
     def const(self, value: Any) -> str:
-        """A literal of `value` in the compute dtype (`np.float32(0.5)`, `np.float32(np.inf)`)."""
-        if isinstance(value, bool) or self.dtype.kind == "b":
+        """A literal of `value` in the compute dtype (`np.float32(0.5)`, `np.float32(np.inf)`,
+        `np.int8(1)` for True): numpy converts a Python number to the array's dtype before the
+        op, so a bool literal is not left for numba to promote (`x_f32 + True`).
+
+        An integer outside the dtype's range stays int64: eager raises OverflowError for
+        arithmetic with it, and its comparisons are exact (numpy: `int8 < 200` is True)."""
+        if self.dtype.kind == "b":
             return repr(bool(value))
         if self.dtype.kind in "iu":
             if isinstance(value, float) and not value.is_integer():
                 return f"np.float64({value!r})"
-            return f"np.{self.dtype.name}({int(value)})"
+            value = int(value)
+            info = np.iinfo(self.dtype)
+            return f"np.{self.dtype.name if info.min <= value <= info.max else 'int64'}({value})"
         value = float(value)
         text = repr(value) if math.isfinite(value) else \
             ("np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf"))
@@ -90,7 +97,7 @@ def lowers(*names: str) -> Callable[[Lowering], Lowering]:
 
 
 def _maximum(a: str, b: str) -> str:
-    # numpy's maximum: NaN in either operand gives NaN
+    # numpy's maximum: NaN in either operand gives NaN; of equal operands (-0.0, 0.0), b
     return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
 
 
@@ -109,10 +116,11 @@ for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("eq", "=="), (
 
 @lowers("div")
 def _div(e: Emitter, a: str, b: str) -> str | None:
-    # correctly rounded, as numpy's (`x / 7.0` must not become `x * (1 / 7.0)`)
+    # in the result dtype and correctly rounded, as numpy's: kernels have no "arcp", so
+    # `x / 7.0` stays a division (Note [No fast-math in pointwise code] in kernels.py)
     if e.dtype.kind != "f":
         return None
-    return f"mathlib.divide(np.{e.dtype.name}({a}), np.{e.dtype.name}({b}))"
+    return f"(np.{e.dtype.name}({a}) / np.{e.dtype.name}({b}))"
 
 
 def _math(name: str) -> Lowering:
@@ -151,8 +159,7 @@ for _name in ("floor", "ceil", "trunc"):
 
 @lowers("relu")
 def _relu(e: Emitter, x: str) -> str:
-    zero = e.const(0)
-    return f"({x} if not ({x} < {zero}) else {zero})"  # NaN stays NaN, as np.maximum
+    return _maximum(x, e.const(0))  # np.maximum(x, 0): NaN stays NaN, relu(-0.0) is 0.0
 
 
 @lowers("sigmoid")

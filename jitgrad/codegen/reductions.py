@@ -22,17 +22,19 @@ recomputed in each pass, never stored. Numerically stable forms:
 - sums (sum, mean, var, std, layer_norm's statistics, softmax's denominator) accumulate
   in float64, also for float32 inputs, so a float32 sum of 2^24 elements has the error of
   one final rounding (numpy's pairwise float32 sum: a few ulps); float64 accumulates in
-  the vectorizer's partial sums (fastmath reassoc), tested against math.fsum;
+  the vectorizer's partial sums, tested against math.fsum. The kernels compile without
+  fast-math flags (Note [No fast-math in pointwise code] in kernels.py): only the adds
+  into an accumulator (`_accumulate`: sums, sums of squares, the NaN check's sum) carry
+  `reassoc`, which lets the loop vectorizer split them into per-lane partial sums, so the
+  prologue, the epilogue and the normalizing passes compute what eager computes;
 - var/std are two-pass (mean first, then squared deviations), divided by max(0, N -
   correction) as the eager op (0/0 = NaN, x/0 = inf);
 - max/min propagate NaN (`v > m or v != v`), argmax/argmin take the first extremum and
   the first NaN, as numpy and PyTorch;
 - softmax, log_softmax, logsumexp and cross-entropy subtract the max (an all -inf slice:
-  softmax NaN as eager, logsumexp -inf); log_softmax writes `(x - max) - log(sum)` with
-  two exact subtractions (`_sub_exact`: InstCombine turns `(a - b) - c` into `a - (b + c)`
-  when the outer subtraction alone allows reassociation), so fastmath cannot fold it into
-  `x - (max + log(sum))`, which loses digits for inputs of large magnitude (measured:
-  3e-4 absolute error on rows near 1e4 in float32);
+  softmax NaN as eager, logsumexp -inf); log_softmax writes `(x - max) - log(sum)`, two
+  subtractions in that order (`x - (max + log(sum))` loses digits for inputs of large
+  magnitude, measured: 3e-4 absolute error on rows near 1e4 in float32);
 - cross-entropy (nll_loss of a log_softmax over the classes of an (N, C) input) computes
   each row's `-(x[t] - max - log(sum)) * w[t]` without materializing the
   log-probabilities, then sums the rows in float64 (mean divides by the summed weights of
@@ -64,7 +66,6 @@ import numpy as np
 from jitgrad.codegen import cache
 from jitgrad.codegen.fusion import FusionGroup, ReductionSpec, describe_node
 from jitgrad.codegen.kernels import (
-    FASTMATH,
     PARALLEL_THRESHOLD,
     coalesce,
     flat_view,
@@ -85,18 +86,20 @@ from numba.extending import intrinsic
 
 from jitgrad.codegen import mathlib
 
-OPTIONS = dict(cache=True, error_model='numpy', fastmath={fastmath}, nogil=True)
+OPTIONS = dict(cache=True, error_model='numpy', nogil=True)
 THREADS = numba_config.NUMBA_NUM_THREADS
 BLOCK = 4096  # elements per partial sum (Note [Reduction kernels])
 
 
 @intrinsic
-def _sub_exact(typingctx, a, b):
-    # a - b with only the "contract" flag: opaque to reassociation (Note [Reduction kernels])
+def _accumulate(typingctx, total, term):
+    # total + term with the "reassoc" flag alone, so the loop vectorizer may keep per-lane
+    # partial sums (Note [Reduction kernels]); term is converted to total's type first
     def codegen(context, builder, signature, args):
-        return builder.fsub(args[0], args[1], flags=("contract",))
+        value = context.cast(builder, args[1], signature.args[1], signature.args[0])
+        return builder.fadd(args[0], value, flags=("reassoc",))
 
-    return a(a, b), codegen
+    return total(total, term), codegen
 
 
 def _nan_ignoring(name):
@@ -107,7 +110,7 @@ def _nan_ignoring(name):
         def codegen(context, builder, signature, args):
             kind = args[0].type
             function = builder.module.declare_intrinsic(
-                f"llvm.{{name}}", [kind], ir.FunctionType(kind, [kind, kind]))
+                f"llvm.{name}", [kind], ir.FunctionType(kind, [kind, kind]))
             return builder.call(function, args)
 
         return a(a, b), codegen
@@ -306,8 +309,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     params = [op.name for op in source.operands]
     if spec.kind == "cross_entropy":
         params += ["total", "bad"]
-    fastmath = "{" + ", ".join(repr(f) for f in FASTMATH) + "}"
-    lines = [_PRELUDE.format(fastmath=fastmath)]
+    lines = [_PRELUDE]
     program = _KINDS[spec.kind](source)
     variants = [("kernel", "range", "", False), ("kernel_parallel", "prange", ", parallel=True",
                                                  False)]
@@ -526,7 +528,7 @@ def _max_steps(source: _Source, signed: bool = False, nan_check: bool = True
     steps = [_code(f"mx = {t}(-np.inf)"), _Step([f"mx = _maxnum(mx, {value})"], is_pass=True)]
     if nan_check:
         steps += [_code(f"chk = {t}(0.0)", "has_nan = False"),
-                  _Step(["chk += v"], is_pass=True),
+                  _Step(["chk = _accumulate(chk, v)"], is_pass=True),
                   _Step(["has_nan |= v != v"], is_pass=True, condition="chk != chk"),
                   _code("if has_nan:", f"    mx = {t}(np.nan)")]
     return steps
@@ -542,13 +544,14 @@ def _sum_steps(term: str = "v", partial: str = "np.float64") -> list[_Step]:
     dtype `partial` (float64 for user-visible sums; the input dtype for sums of exp, whose
     terms lie in [0, 1], as eager's own float32 sums)."""
     return [_code("acc = np.float64(0.0)"),
-            _Step([f"part += {partial}({term})"], is_pass=True, partial=("part", partial, "acc"))]
+            _Step([f"part = _accumulate(part, {partial}({term}))"], is_pass=True,
+                  partial=("part", partial, "acc"))]
 
 
 def _squares_steps() -> list[_Step]:
     """`mean` and `sq` (the sum of squared deviations from it), in float64: two passes."""
     return [*_sum_steps(), _code("mean = acc / count", "sq = np.float64(0.0)"),
-            _Step(["dev = np.float64(v) - mean", "sq += dev * dev"], is_pass=True)]
+            _Step(["dev = np.float64(v) - mean", "sq = _accumulate(sq, dev * dev)"], is_pass=True)]
 
 
 _SQUARES_STATE = [("acc", "np.float64"), ("mean", "np.float64"), ("sq", "np.float64")]
@@ -621,11 +624,12 @@ def _softmax_kind(source: _Source) -> _Program:
     first = next((op for op in source.strided if op.name.startswith("out")
                   and op.node.meta["val"].dtype.np == source.dtype), None)
     if first is None:
-        store = _Step([f"part += {exp}"], is_pass=True, partial=("part", t, "acc"))
+        store = _Step([f"part = _accumulate(part, {exp})"], is_pass=True,
+                      partial=("part", t, "acc"))
         write = _normalizing_pass(source, [f"y = {exp} * scale"])
     else:
-        store = _Step([f"e = {exp}", "part += e", f"{{{first.name}}} = e"], is_pass=True,
-                      writes=True, partial=("part", t, "acc"))
+        store = _Step([f"e = {exp}", "part = _accumulate(part, e)", f"{{{first.name}}} = e"],
+                      is_pass=True, writes=True, partial=("part", t, "acc"))
         write = _normalizing_pass(source, [f"y = {{{first.name}}} * scale"], prologue=False)
     return _Program([*_max_state(source, False), ("acc", "np.float64"), ("scale", t)], [
         *_max_steps(source, nan_check=False), _code("acc = np.float64(0.0)"), store,
@@ -637,7 +641,7 @@ def _log_softmax_kind(source: _Source) -> _Program:
     return _Program([*_max_state(source, False), ("acc", "np.float64"), ("lse", t)], [
         *_max_steps(source, nan_check=False), *_sum_steps(_math(source, "exp", "v - mx"), t),
         _code(f"lse = {t}(math.log(acc))"),
-        _normalizing_pass(source, ["y = _sub_exact(_sub_exact(v, mx), lse)"])])
+        _normalizing_pass(source, ["y = (v - mx) - lse"])])
 
 
 def _layer_norm_kind(source: _Source) -> _Program:
@@ -671,7 +675,7 @@ def _cross_entropy_kind(source: _Source) -> _Program:
              "    else:"]
     final += [f"        {_fill(line, picked)}" for line in source.prologue_body()]
     final += [f"        w = {weight}",
-              "        loss = -_sub_exact(_sub_exact(v, mx), lse) * w",
+              "        loss = -((v - mx) - lse) * w",
               "{out0} = loss",
               "{out1} = w"]
     return _Program([], [*_max_steps(source, nan_check=False),
@@ -686,8 +690,8 @@ def _cross_entropy_total(source: _Source) -> list[str]:
             "        loss_sum = np.float64(0.0)",
             "        weight_sum = np.float64(0.0)",
             "        for i in range(n_outer_total):",
-            "            loss_sum += np.float64(out0[i])",
-            "            weight_sum += np.float64(out1[i])",
+            "            loss_sum = _accumulate(loss_sum, out0[i])",
+            "            weight_sum = _accumulate(weight_sum, out1[i])",
             f"        total[0] = {t}(loss_sum if mode == 1 else loss_sum / weight_sum)"]
 
 

@@ -16,6 +16,7 @@ import jitgrad as jg
 from jitgrad.codegen.autograd import CompiledRegion
 from jitgrad.codegen.backend import CompiledGraph, numba_backend
 from jitgrad.codegen.fusion import MAX_NODES, find_fusion_groups
+from tests.codegen.vectorization import assert_vectorized, optimized_ir, uncached_module
 from tests.eager.op_table import OP_CASES
 
 # one kernel each: the suite must stay fast from a cold cache (see tests/codegen/README)
@@ -86,22 +87,17 @@ def test_kernels_call_the_vectorizable_math_library(name, calls):
 
 
 def test_dense_inner_loop_loads_and_stores_vectors():
-    # numba disables LLVM inspection of cache=True functions: recompile the source uncached
     case = CASES["gelu_tanh"]
     tensors = case.tensors(case.arrays(np.float32), requires_grad=False)
     fn, produced = compile_numba(user_function(case.fn, 1))
     fn(*tensors)
-    namespace = {}
-    source = produced[0].kernels[0].source.replace("cache=True", "cache=False")
-    exec(compile(source, "kernel", "exec"), namespace)
-    kernel = namespace["kernel"]
+    kernel = uncached_module(produced[0].kernels[0])["kernel"]
     data = np.linspace(-3, 3, 64, dtype=np.float32)
     out = np.empty_like(data)
     layout = np.array([[0, 1], [0, 1]], dtype=np.int64)
     kernel(np.array([1, 64]), layout, np.zeros(2, np.int64), out, data)
     np.testing.assert_allclose(out, case.fn(jg.tensor(data)).numpy(), rtol=2e-6, atol=1e-6)
-    ir = kernel.inspect_llvm(kernel.signatures[0])
-    assert "load <8 x float>" in ir and "store <8 x float>" in ir
+    assert_vectorized(optimized_ir(kernel), "float", ("load", "store"))
 
 
 def _chain(x, y):

@@ -1,19 +1,18 @@
 """jitgrad.codegen.mathlib: ulp error over dense sweeps, special values, and vectorization.
 
 Each function is compiled once per dtype inside a kernel-shaped loop (the way generated
-kernels call it, with the same fastmath flags) and the loop is reused by every test.
-float32 results are checked against numpy in float64, float64 results of the vectorized
-forms against np.longdouble and those of the libm forms against numpy's float64.
+kernels call it, with the same options: no fast-math flags) and the loop is reused by every
+test. float32 results are checked against numpy in float64, float64 results of the
+vectorized forms against np.longdouble and those of the libm forms against numpy's float64.
 """
-
-import re
 
 import numpy as np
 import pytest
 import scipy.special
 from numba import njit
 
-from jitgrad.codegen.mathlib import FASTMATH, FUNCTIONS
+from jitgrad.codegen.mathlib import FUNCTIONS
+from tests.codegen.vectorization import assert_vectorized, optimized_ir
 
 MAX_ULP = 4
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -21,7 +20,7 @@ _LOOPS = {}
 
 
 def _unary_loop(fn):
-    @njit(fastmath=FASTMATH, error_model="numpy")
+    @njit(error_model="numpy")
     def loop(x, out):
         for i in range(x.size):
             out[i] = fn(x[i])
@@ -30,7 +29,7 @@ def _unary_loop(fn):
 
 
 def _binary_loop(fn):
-    @njit(fastmath=FASTMATH, error_model="numpy")
+    @njit(error_model="numpy")
     def loop(x, y, out):
         for i in range(x.size):
             out[i] = fn(x[i], y[i])
@@ -276,7 +275,7 @@ def _gelu_loop():
     c, a = np.float32(0.7978845608028654), np.float32(0.044715)
     half, one = np.float32(0.5), np.float32(1)
 
-    @njit(fastmath=FASTMATH, error_model="numpy")
+    @njit(error_model="numpy")
     def gelu(x, out):
         for i in range(x.size):
             v = x[i]
@@ -293,23 +292,21 @@ def test_gelu_loop_matches_numpy_and_vectorizes():
     xd = x.astype(np.float64)
     expected = 0.5 * xd * (1 + np.tanh(0.7978845608028654 * (xd + 0.044715 * xd**3)))
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
-    assert "<8 x float>" in gelu.inspect_llvm(gelu.signatures[0])
+    assert_vectorized(optimized_ir(gelu), "float")
 
 
 @pytest.mark.parametrize(
-    ("name", "dtype", "vector_type"),
+    ("name", "dtype", "element"),
     [
-        ("exp", F32, "x float>"),
-        ("tanh", F32, "x float>"),
-        ("sin", F32, "x double>"),
-        ("exp", F64, "x double>"),
-        ("log", F64, "x double>"),
+        ("exp", F32, "float"),
+        ("tanh", F32, "float"),
+        ("sin", F32, "double"),
+        ("exp", F64, "double"),
+        ("log", F64, "double"),
     ],
 )
-def test_loop_calling_function_is_vectorized(name, dtype, vector_type):
+def test_loop_calling_function_is_vectorized(name, dtype, element):
     """Vector types (<4 x double>, <8 x float>, ...) in the optimized LLVM IR of the kernel
     loop that run() compiled: the loop vectorizer handled the inlined function."""
     run(name, np.ones(4, dtype))
-    loop = _LOOPS[(name, dtype)]
-    lanes = re.findall(rf"<(\d+) {vector_type}", loop.inspect_llvm(loop.signatures[0]))
-    assert lanes and min(map(int, lanes)) >= 4, f"{name} {dtype} loop is not vectorized"
+    assert_vectorized(optimized_ir(_LOOPS[(name, dtype)]), element)

@@ -18,6 +18,7 @@ import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad.codegen import reductions
 from tests.codegen.test_backend import compile_numba
+from tests.codegen.vectorization import assert_vectorized, optimized_ir, uncached_module
 
 TOLERANCES = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}
 DTYPES = [np.float32, np.float64]
@@ -304,3 +305,26 @@ def test_prologues_with_broadcast_inputs():
     groups = reduction_groups(produced)
     assert [[n.target.name for n in g.nodes] for g in groups] == [
         ["mul", "sum"], ["sub", "amax"], ["mul", "sub", "sum"]]
+
+
+@pytest.mark.parametrize(("name", "element", "instructions"), [
+    ("sum", "double", ("fadd",)),  # the float64 accumulator of float32 data
+    ("softmax", "float", ("fadd", "store")),  # the float32 partial sums of exp, the writes
+    ("var", "double", ("fadd",)),  # the sums of squared deviations
+])
+def test_row_kernels_vectorize_with_reassoc_on_accumulators_only(name, element, instructions):
+    # only `_accumulate` carries reassoc (Note [Reduction kernels]): it must be enough
+    data = np.random.default_rng(9).standard_normal((4, 1024)).astype(np.float32)
+    fn = {"sum": lambda x: x.sum(1), "softmax": lambda x: x.softmax(1),
+          "var": lambda x: x.var(1)}[name]
+    compiled, produced = compile_numba(fn)
+    compiled(jg.tensor(data))
+    kernel = produced[0].kernels[0]
+    row_kernel = uncached_module(kernel)["kernel"]
+    want = fn(jg.tensor(data)).numpy()
+    out = np.empty(want.shape, np.float32)
+    *layout, variant = kernel._plan([out, data])
+    assert variant == (False, False), "the serial row variant"
+    row_kernel(*layout, kernel._scalars, out.reshape(-1), data.reshape(-1))
+    np.testing.assert_allclose(out, want, **TOLERANCES[np.float32])
+    assert_vectorized(optimized_ir(row_kernel), element, instructions)
