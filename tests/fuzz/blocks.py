@@ -29,8 +29,10 @@ VIEW_OF = [  # (torch, numpy, min rank)
 ]
 
 
-def inplace_text(g, c, rank, empty=False):
-    """(torch, numpy, exact) of one in-place op on `c` (rank `rank`), or None."""
+def inplace_text(g, c, rank, empty=False, target=None):
+    """(torch, numpy, exact) of one in-place op on `c` (rank `rank`), or None. The numpy
+    text is None when `target` (the tensor written, if known) is not floating point: a
+    write casts to its dtype (1.5 into int64 is 1), which the float64 translation cannot."""
     t_tpl, n_tpl, exact, min_rank = g.rng.choice(INPLACE)
     if rank < min_rank or (empty and "inplace_empty" not in g.features):
         return None
@@ -40,7 +42,8 @@ def inplace_text(g, c, rank, empty=False):
     b0 = "0.25" if g.rng.random() < 0.5 else f"{b}.sum()"
     fmt = {"c": c, "b": b, "b0": b0}
     exact = exact and (b not in g.env or g.exact.get(b, False)) and "sum" not in b0
-    return t_tpl.format(**fmt), n_tpl.format(**fmt), exact
+    numpy_text = n_tpl.format(**fmt) if target is None or is_float(target) else None
+    return t_tpl.format(**fmt), numpy_text, exact
 
 
 def inplace(g) -> bool:
@@ -48,11 +51,12 @@ def inplace(g) -> bool:
     if a is None or "inplace" not in g.features:
         return False
     c = g.new_name()
-    text = inplace_text(g, c, g.env[a].dim(), g.env[a].numel() == 0)
+    text = inplace_text(g, c, g.env[a].dim(), g.env[a].numel() == 0, g.env[a])
     if text is None:
         return False
     t_op, n_op, exact = text
-    return g.try_add(f"{c} = {a}.clone()\n{t_op}", f"{c} = np.array({a}, copy=True)\n{n_op}",
+    n_src = None if n_op is None else f"{c} = np.array({a}, copy=True)\n{n_op}"
+    return g.try_add(f"{c} = {a}.clone()\n{t_op}", n_src,
                      {c: exact and g.exact.get(a, False)}, "inplace")
 
 
@@ -65,13 +69,14 @@ def inplace_view(g) -> bool:
     c, w = g.new_name(), g.new_name()
     if g.env[a].dim() < min_rank or (t_view.endswith(".t()") and g.env[a].dim() > 2):
         return False
-    text = inplace_text(g, w, max(g.env[a].dim() - 1, 0), g.env[a].numel() == 0)
+    text = inplace_text(g, w, max(g.env[a].dim() - 1, 0), g.env[a].numel() == 0, g.env[a])
     if text is None:
         return False
     t_op, n_op, exact = text
     exact = exact and g.exact.get(a, False)
-    return g.try_add(f"{c} = {a}.clone()\n{w} = {t_view.format(c=c)}\n{t_op}",
-                     f"{c} = np.array({a}, copy=True)\n{w} = {n_view.format(c=c)}\n{n_op}",
+    n_src = None if n_op is None else \
+        f"{c} = np.array({a}, copy=True)\n{w} = {n_view.format(c=c)}\n{n_op}"
+    return g.try_add(f"{c} = {a}.clone()\n{w} = {t_view.format(c=c)}\n{t_op}", n_src,
                      {c: exact, w: exact}, "inplace_view")
 
 
@@ -82,7 +87,7 @@ def inplace_input(g) -> bool:
     if not params or "inplace_input" not in g.features:
         return False
     a = g.rng.choice(params)
-    text = inplace_text(g, a, g.env[a].dim(), g.env[a].numel() == 0)
+    text = inplace_text(g, a, g.env[a].dim(), g.env[a].numel() == 0, g.env[a])
     if text is None:
         return False
     t_op, n_op, exact = text
