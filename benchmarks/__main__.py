@@ -35,6 +35,7 @@ BENCHMARKS: tuple[tuple[str, bool], ...] = (
     ("codegen_pointwise", True),
     ("codegen_reductions", True),
     ("train_step", True),
+    ("lstm_lm", True),
 )
 
 Table = tuple[str, list[tuple[str, float]], str]

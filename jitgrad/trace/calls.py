@@ -198,6 +198,13 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
         a, b = args
         items = unpack_iterable(tx, a) + unpack_iterable(tx, b)
         return ListVar(items) if isinstance(a, ListVar) else TupleVar(items)
+    if fn in (operator.mul, operator.imul) and any(isinstance(a, (ListVar, TupleVar))
+                                                   for a in args):
+        return _repeat_sequence(tx, *args)
+    if fn in _NUMBER_COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar))
+                                         for a in args):
+        # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
+        return ConstVar(fn(*[_constant_items(tx, a) for a in args]))
     if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
         raise Unsupported("UNSUPPORTED_OPERATOR", f"{fn.__name__} on containers")
     return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
@@ -245,6 +252,22 @@ def _nonzero_divisor(value: Any, message: str) -> Any:
                               "the eager run shows the error at your line")
         return value
     return check_values(value, reject="zero", error="ZeroDivisionError", message=message)
+
+
+def _constant_items(tx: Any, var: Var) -> Any:
+    """A list or tuple of constants as its Python value, other constants as themselves."""
+    if isinstance(var, ListVar):
+        return [constant(tx, v) for v in var.items]
+    return constant(tx, var)
+
+
+def _repeat_sequence(tx: Any, a: Var, b: Var) -> Var:
+    """`[x] * n` or `n * (x, y)`: the items repeated, for an int n fixed at trace time."""
+    sequence, count = (a, b) if isinstance(a, (ListVar, TupleVar)) else (b, a)
+    if not isinstance(count, ConstVar) or not isinstance(count.value, int):
+        raise Unsupported("UNSUPPORTED_OPERATOR", "mul of a container by a non-constant")
+    items = unpack_iterable(tx, sequence) * constant(tx, count)
+    return ListVar(items) if isinstance(sequence, ListVar) else TupleVar(items)
 
 
 def getitem(tx: Any, container: Var, index: Var) -> Var:

@@ -72,8 +72,9 @@ _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linal
 # sourced graph inputs and its in-place updates are functionalized
 _TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam",
                            "jitgrad.optim.rmsprop")
-# nn.Module code (forward and the helpers it calls, e.g. BatchNorm's input check) is traced
-# like the user's own modules
+# nn.Module code (forward and the helpers it calls, e.g. BatchNorm's input check, the
+# recurrent layers' step functions, so their time loop unrolls) is traced like the user's
+# own modules
 _TRACED_LIBRARY_PACKAGES = ("jitgrad.nn.modules.",)
 
 

@@ -251,6 +251,28 @@ def test_extra_shape_arithmetic_is_static_and_recompiles_for_a_new_shape():
     assert compiles_per_call(f, [(t(2, 3),), (t(4, 3),), (t(2, 3),)]) == [1, 1, 0]
 
 
+def test_extra_sequence_repeated_by_a_shape_is_unrolled_in_one_graph():
+    def f(x):
+        sizes = [x.shape[1]] * x.shape[0]
+        pair = 2 * (x,)
+        return jg.stack([r * n for r, n in zip(x, sizes, strict=True)], 0) + pair[1], len(sizes)
+
+    assert compiles_per_call(f, [(t(3, 2),), (t(3, 2, seed=1),), (t(4, 2),)]) == [1, 0, 1]
+    report = jg.explain(f)(t(3, 2))
+    assert report.graph_count == 1 and report.graph_break_count == 0
+
+
+def test_extra_comparison_of_shape_tuples_is_a_constant_in_one_graph():
+    def f(x):
+        if tuple(x.shape) != (3, 2) or list(x.shape) < [3, 2]:
+            return x * 2
+        return x + 1, [x.shape[0]] == [3], (1, 2) >= tuple(x.shape)
+
+    assert compiles_per_call(f, [(t(3, 2),), (t(3, 2, seed=1),), (t(4, 2),)]) == [1, 0, 1]
+    report = jg.explain(f)(t(3, 2))
+    assert report.graph_count == 1 and report.graph_break_count == 0
+
+
 def test_extra_decorated_generator_runs_eagerly():
     def gen(x):
         yield x + 1

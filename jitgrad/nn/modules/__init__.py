@@ -41,6 +41,16 @@ from jitgrad.nn.modules.loss import (
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.modules.normalization import LayerNorm
 from jitgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
+from jitgrad.nn.modules.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
+)
 from jitgrad.nn.modules.sampling import *  # noqa: F403
 from jitgrad.nn.modules.sampling import __all__ as _sampling_all
 from jitgrad.nn.modules.sparse import Embedding
@@ -60,4 +70,5 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
-           "TransformerDecoderLayer", "TransformerDecoder", "Transformer", *_sampling_all]
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer", *_sampling_all,
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
