@@ -413,6 +413,12 @@ class TraceContext:
         return hasattr(value, "_modules") and hasattr(value, "_parameters") and \
             callable(getattr(type(value), "forward", None))
 
+    @staticmethod
+    def is_module_class(value: Any) -> bool:
+        """A layer class of jitgrad.nn (`nn.MaxPool2d`), which traced code may construct."""
+        return isinstance(value, type) and value.__module__.startswith(
+            _TRACED_LIBRARY_PACKAGES) and callable(getattr(value, "forward", None))
+
     # ----- inlining -------------------------------------------------------------------------
     def inline_module_call(self, tx: Translator, module: ObjectVar, args: list[Var],
                            kwargs: dict[str, Var]) -> Var:
