@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.nn.modules.attention import MultiheadAttention  # torch keeps it here
 from jitgrad.nn.modules.module import Module
 
 
@@ -183,5 +184,5 @@ class LogSoftmax(Module):
         return f"dim={self.dim}"
 
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus",
-           "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
+__all__ = ["MultiheadAttention", "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6",
+           "Softplus", "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax"]
