@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
+from jitgrad.eager.legacy_types import LegacyTensorType
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import (
     FakeArray,
@@ -403,6 +404,8 @@ class TraceContext:
         tensors: run for real on fakes. Stateful jitgrad code (optimizers, data loaders)
         is not: it would touch real objects while tracing."""
         if isinstance(getattr(fn, "__self__", None), FakeTensor):
+            return True
+        if isinstance(fn, LegacyTensorType):  # torch.LongTensor([[1, 2]]): creation with a dtype
             return True
         module = getattr(fn, "__module__", None) or ""
         return module.startswith(_FUNCTIONAL_MODULES)

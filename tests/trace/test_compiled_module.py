@@ -117,3 +117,31 @@ def test_a_layer_with_state_built_in_forward_runs_eagerly_drawing_its_init_once(
         got = jg.compile(fn, backend="eager")(x)
     np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
     assert jg.rand(1).item() == (jg.manual_seed(0), fn(x), jg.rand(1).item())[2]
+
+
+# ----- legacy tensor types in traced code (jitgrad/eager/legacy_types.py) -----------------
+
+
+def _positions_plus_embedding(table, ids, feats):
+    # graykode/nlp-tutorial's Transformer: `self.pos_emb(torch.LongTensor([[1, 2, 3, 4, 0]]))`
+    positions = jg.LongTensor([[1, 2, 3, 0]])
+    scale = jg.FloatTensor([0.5, 2.0, 1.0])
+    same = jg.FloatTensor(feats)  # a float32 tensor passes through
+    return table[ids] + table[positions] * scale + same, jg.DoubleTensor(2, 3).shape
+
+
+def test_legacy_type_constructors_compile_into_one_graph():
+    table = jg.tensor(np.arange(15, dtype=np.float32).reshape(5, 3), requires_grad=True)
+    ids = jg.tensor([[4, 3, 2, 1]])
+    feats = jg.ones(1, 4, 3)
+    report = jg.explain(_positions_plus_embedding)(table, ids, feats)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    got, shape = jg.compile(_positions_plus_embedding, backend="eager")(table, ids, feats)
+    expected = table.detach().numpy()
+    expected = expected[[[4, 3, 2, 1]]] + expected[[[1, 2, 3, 0]]] * [0.5, 2.0, 1.0] + 1
+    np.testing.assert_allclose(got.detach().numpy(), expected)
+    assert got.dtype == jg.float32 and shape == (2, 3)
+    got.sum().backward()
+    # each row: once per id in ids (1) plus once per position (the scale)
+    np.testing.assert_allclose(table.grad.numpy(), [[0.5, 2, 1], [1.5, 3, 2], [1.5, 3, 2],
+                                                    [1.5, 3, 2], [1, 1, 1]])
