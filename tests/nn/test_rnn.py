@@ -361,6 +361,9 @@ def test_packed_sequence_under_compile_equals_eager():
     for eager, compiled in zip(run(x), jg.compile(run, backend="eager")(x), strict=True):
         np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(),
                                    rtol=1e-12)
+    # batch sizes are data (Tensor.tolist()) and the packing helpers are not traced:
+    # packing, the packed forward and unpacking each end a graph and run between graphs
+    assert jg.explain(run)(x).graph_break_count == 3
 
 
 def test_pack_padded_sequence_layout_and_errors():
@@ -447,6 +450,22 @@ def test_dropout_applies_between_layers_in_training_only():
     module.eval()
     y, _ = module(jg.tensor(x))
     np.testing.assert_allclose(y.detach().numpy(), np_rnn(cfg, params, x, zeros)[0], rtol=1e-12)
+
+
+def test_dropout_between_layers_compiles_into_the_one_graph():
+    module = Config("lstm", 2).make(jg.float32, dropout=0.5)
+    x = jg.tensor(inputs(Config("lstm", 2), np.float32)[0])
+
+    def run(x):
+        return module(x)[0]
+
+    report = jg.explain(run)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    jg.manual_seed(3)
+    eager = run(x)
+    jg.manual_seed(3)
+    np.testing.assert_allclose(jg.compile(run, backend="eager")(x).detach().numpy(),
+                               eager.detach().numpy(), rtol=1e-6)
 
 
 def test_refusals_and_user_errors_name_the_problem():

@@ -247,6 +247,7 @@ UNSUPPORTED = [
      r"jitgrad does not implement torch\.nn\.FractionalMaxPool2d"),
     ("torch.nn.Conv2d(2, 2, 3, padding_mode='reflect')", NotImplementedError,
      r"padding_mode='zeros' only"),
+    ("torch.nn.LSTM(2, 3, proj_size=1)", NotImplementedError, r"proj_size"),
     ("torch.nn.functional.max_pool2d(torch.ones(1, 1, 4, 4), 2, return_indices=True)",
      NotImplementedError, r"return_indices=True is not implemented"),
     ("torch.fft.rfft", AttributeError, r"jitgrad does not implement torch\.fft"),

@@ -92,13 +92,14 @@ def test_missing_attribute_names_the_torch_api_and_the_line(tmp_path):
 
 
 def test_missing_name_in_a_from_import_names_it_and_the_line(tmp_path):
-    path = _write(tmp_path, "uses_lstm.py", """\
+    path = _write(tmp_path, "uses_adaptive_softmax.py", """\
         import torch
-        from torch.nn import LSTM
+        from torch.nn import AdaptiveLogSoftmaxWithLoss
         """)
     with pytest.raises(MissingTorchModuleError) as info:
         run_script(path)
-    assert f"jitgrad does not implement torch.nn.LSTM (imported at {path}:2)" in str(info.value)
+    assert f"jitgrad does not implement torch.nn.AdaptiveLogSoftmaxWithLoss (imported at " \
+        f"{path}:2)" in str(info.value)
     assert isinstance(info.value, ImportError)
 
 
