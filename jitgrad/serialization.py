@@ -6,7 +6,8 @@ Parameter); views are saved as independent copies.
 
 `load(weights_only=True)`, the default as in torch >= 2.6, unpickles only Python
 containers and scalars, jitgrad tensors, dtypes, Size and device, numpy arrays, and the
-globals registered with `add_safe_globals`; any other global raises
+globals registered with `add_safe_globals` (or allowed inside a `with safe_globals([...])`
+block); any other global raises
 pickle.UnpicklingError naming it (a checkpoint from an untrusted source cannot run code).
 """
 
@@ -43,6 +44,23 @@ def add_safe_globals(safe_globals: list[Any]) -> None:
     """Allow these classes/functions in `load(weights_only=True)` (e.g. a config dataclass)."""
     for obj in safe_globals:
         _SAFE_GLOBALS[(obj.__module__, obj.__qualname__)] = obj
+
+
+class safe_globals:  # noqa: N801 - torch's name for this context manager
+    """`with safe_globals([cls, ...]):` allows these globals in `load(weights_only=True)` inside
+    the block only (torch.serialization.safe_globals), e.g. to load a pickled model."""
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        self._globals = list(safe_globals)
+        self._saved: list[dict[tuple[str, str], Any]] = []
+
+    def __enter__(self) -> None:
+        self._saved.append(dict(_SAFE_GLOBALS))
+        add_safe_globals(self._globals)
+
+    def __exit__(self, *exc: object) -> None:
+        _SAFE_GLOBALS.clear()
+        _SAFE_GLOBALS.update(self._saved.pop())
 
 
 class _WeightsUnpickler(pickle.Unpickler):
@@ -89,4 +107,4 @@ def _unpickle(file: IO[bytes], weights_only: bool) -> Any:
     return _WeightsUnpickler(file).load()
 
 
-__all__ = ["save", "load", "add_safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "safe_globals"]

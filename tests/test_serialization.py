@@ -90,3 +90,24 @@ def test_load_to_a_cuda_map_location_raises():
     buffer.seek(0)
     with pytest.raises(RuntimeError, match="jitgrad runs on the CPU only"):
         jg.load(buffer, map_location="cuda")
+
+
+def test_safe_globals_allows_a_pickled_transformer_inside_the_block_only(tmp_path):
+    # word_language_model's torch.load of its best model (pytorch/examples)
+    path = tmp_path / "model.pt"
+    jg.manual_seed(0)
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 1)
+    jg.save(model, path)
+    allowed = [nn.modules.transformer.TransformerEncoder,
+               nn.modules.transformer.TransformerEncoderLayer, nn.functional.relu,
+               nn.modules.activation.MultiheadAttention, nn.modules.container.ModuleList,
+               nn.modules.dropout.Dropout, nn.modules.linear.Linear,
+               nn.modules.linear.NonDynamicallyQuantizableLinear,
+               nn.modules.normalization.LayerNorm]
+    with jg.serialization.safe_globals(allowed):
+        loaded = jg.load(path)
+    with pytest.raises(pickle.UnpicklingError, match="TransformerEncoder"):
+        jg.load(path)
+    x = jg.tensor(np.random.default_rng(0).standard_normal((3, 2, 8)).astype(np.float32))
+    np.testing.assert_array_equal(loaded(x).detach().numpy(), model(x).detach().numpy())
+    assert type(loaded.layers[0].self_attn.out_proj).__name__ == "NonDynamicallyQuantizableLinear"

@@ -25,6 +25,16 @@ def _keep_dtype(out: Any, x: Any) -> Any:
     return out if dtype is None or out.dtype == dtype else out.astype(dtype)
 
 
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul, with a stack of matrices times one matrix, (..., m, k) @ (k, n), run as one
+    (M, k) @ (k, n) product: numpy makes one small gemm call per matrix of the stack, ten
+    times slower for a language model's (35, 20, 200) @ (200, 8000) decoder."""
+    if a.ndim > 2 and b.ndim == 2:
+        rows = int(np.prod(a.shape[:-1]))  # not -1: a may be empty
+        return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
+    return np.matmul(a, b)
+
+
 class NumpyNamespace:
     """Backward-formula functions over numpy arrays."""
 
@@ -124,7 +134,7 @@ class NumpyNamespace:
 
     @staticmethod
     def matmul(a: Any, b: Any) -> Any:
-        return np.matmul(a, b)
+        return matmul(a, b)
 
     @staticmethod
     def zeros(shape: tuple[int, ...], like: Any) -> Any:

@@ -200,7 +200,8 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
     if fn in (operator.mul, operator.imul) and any(isinstance(a, (ListVar, TupleVar))
                                                    for a in args):
         return _repeat_sequence(tx, *args)
-    if fn in _COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar)) for a in args):
+    if fn in _NUMBER_COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar))
+                                         for a in args):
         # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
         return ConstVar(fn(*[_constant_items(tx, a) for a in args]))
     if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
@@ -420,6 +421,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
                                       kwargs)
     if isinstance(value, types.FunctionType) and tx.ctx.is_user_function(value):
         return tx.ctx.inline_function(tx, value, fn, args, kwargs)
+    if tx.ctx.is_module_class(value):
+        return _construct_module(tx, fn, args, kwargs)
     if tx.ctx.is_jitgrad_callable(value):
         if fn.source is not None:  # the same name may hold another function next call
             tx.ctx.guard_identity(fn)
@@ -428,6 +431,33 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     raise Unsupported("UNSUPPORTED_CALL", f"call to {_name(value)}, which the tracer does not "
                       "know", "move it outside the compiled function, or mark a pure tensor "
                       "function with jitgrad.allow_in_graph")
+
+
+# Note [Modules made in traced code]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A forward may build a layer on the fly and call it: `nn.MaxPool2d((h, 1))(x)`,
+# `nn.Softmax(dim=1)(x)`. A jitgrad.nn layer without parameters, buffers or submodules
+# holds only its constructor's constants, so it is built for real at trace time from
+# constant arguments (guarded like any constant) and its forward inlined as any module's.
+# Nothing of it reaches the graph but the ops of its forward. Should it leave the graph
+# (returned, stored on an attribute, live at a graph break), it is built again from the
+# same class and arguments, a new object each call as in eager (ObjectVar.factory).
+# A layer with parameters or buffers would draw its init (or hold state) at trace time:
+# refused, so it is built eagerly at a graph break.
+
+
+def _construct_module(tx: Any, cls: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """`nn.MaxPool2d(k)` in traced code (Note [Modules made in traced code])."""
+    if cls.source is not None:
+        tx.ctx.guard_identity(cls)
+    values = tuple(constant(tx, a) for a in args)
+    kw_values = {k: constant(tx, v) for k, v in kwargs.items()}
+    module = run_real(tx, cls.value, list(values), kw_values, wrap=False)
+    if module._parameters or module._buffers or module._modules:
+        raise Unsupported("UNSUPPORTED_CALL", f"constructing {_name(cls.value)}, a layer with "
+                          "parameters, buffers or submodules, in compiled code",
+                          "create it in __init__ and call it in forward")
+    return ObjectVar(module, factory=(cls.value, values, kw_values))
 
 
 def grad_mode_decorated(value: Any) -> tuple[bool, types.FunctionType] | None:

@@ -642,6 +642,9 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         return var.source.reconstruct(env)  # the caller's own object (mutations reach it)
     if isinstance(var, BoundMethodVar):
         return f"{_output_expr(var.receiver, outputs, env, input_names)}.{var.name}"
+    if isinstance(var, ObjectVar) and var.factory is not None:  # made in the trace: anew
+        cls, args, kwargs = var.factory
+        return f"{env.const(cls)}(*{env.const(args)}, **{env.const(kwargs)})"
     if isinstance(var, (ConstVar, ObjectVar)):
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, TupleVar):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
+from jitgrad.eager.legacy_types import LegacyTensorType
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import (
     FakeArray,
@@ -69,12 +70,12 @@ _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linal
                        "jitgrad.optim.functional")
 # jitgrad code written to be traced like user code (Note [Compiled optimizer step] in
 # jitgrad/optim/optimizer.py): inlined, so its reads of parameters, grads and state become
-# sourced graph inputs and its in-place updates are functionalized; the recurrent layers,
-# whose forward calls their own helpers and step functions, so the time loop unrolls
+# sourced graph inputs and its in-place updates are functionalized
 _TRACED_LIBRARY_MODULES = ("jitgrad.optim.optimizer", "jitgrad.optim.sgd", "jitgrad.optim.adam",
                            "jitgrad.optim.rmsprop")
-# nn.Module code (forward and the helpers it calls, e.g. BatchNorm's input check) is traced
-# like the user's own modules
+# nn.Module code (forward and the helpers it calls, e.g. BatchNorm's input check, the
+# recurrent layers' step functions, so their time loop unrolls) is traced like the user's
+# own modules
 _TRACED_LIBRARY_PACKAGES = ("jitgrad.nn.modules.",)
 
 
@@ -404,6 +405,8 @@ class TraceContext:
         is not: it would touch real objects while tracing."""
         if isinstance(getattr(fn, "__self__", None), FakeTensor):
             return True
+        if isinstance(fn, LegacyTensorType):  # torch.LongTensor([[1, 2]]): creation with a dtype
+            return True
         module = getattr(fn, "__module__", None) or ""
         return module.startswith(_FUNCTIONAL_MODULES)
 
@@ -412,6 +415,12 @@ class TraceContext:
         """An nn.Module instance (duck-typed: trace does not import jitgrad.nn)."""
         return hasattr(value, "_modules") and hasattr(value, "_parameters") and \
             callable(getattr(type(value), "forward", None))
+
+    @staticmethod
+    def is_module_class(value: Any) -> bool:
+        """A layer class of jitgrad.nn (`nn.MaxPool2d`), which traced code may construct."""
+        return isinstance(value, type) and value.__module__.startswith(
+            _TRACED_LIBRARY_PACKAGES) and callable(getattr(value, "forward", None))
 
     # ----- inlining -------------------------------------------------------------------------
     def inline_module_call(self, tx: Translator, module: ObjectVar, args: list[Var],

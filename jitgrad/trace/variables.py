@@ -64,10 +64,14 @@ class ObjectVar(Var):
 
     receiver: for a bound method read as `obj.method`, the Var of `obj` (calls pass it as
     `self`, so reads through it keep obj's source rather than `obj.method.__self__`).
+    factory: for an object made in the trace (a layer built in forward), `(cls, args,
+    kwargs)` that build it again each time it leaves the graph (Note [Modules made in
+    traced code] in jitgrad/trace/calls.py).
     """
 
     value: Any
     receiver: Any = field(default=None, kw_only=True)
+    factory: tuple[type, tuple, dict] | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)

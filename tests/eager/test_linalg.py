@@ -65,3 +65,33 @@ def test_vector_dot_of_different_lengths_names_both_lengths():
                                            r"src \[4\] to have the same number of elements, but "
                                            r"got 3 and 4 elements respectively"):
         jg.ones(3) @ jg.ones(4)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 3, 5), (5, 2)), ((2, 3, 4, 5), (5, 6)),
+                                              ((0, 3, 5), (5, 2)), ((2, 3, 0), (0, 4)),
+                                              ((2, 1, 5), (5, 0))])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_a_stack_of_matrices_times_a_matrix_matches_numpy_with_gradients(a_shape, b_shape,
+                                                                         layout):
+    # run as one 2-D product (jitgrad.eager.xp.matmul); values and grads as numpy's
+    rng = np.random.default_rng(0)
+    a_np = rng.standard_normal(a_shape)
+    if layout == "transposed":  # a non-contiguous left operand
+        a_np = np.ascontiguousarray(np.swapaxes(a_np, 0, 1)).swapaxes(0, 1)
+    b_np = rng.standard_normal(b_shape)
+    a, b = jg.tensor(a_np, requires_grad=True), jg.tensor(b_np, requires_grad=True)
+    out = a @ b
+    np.testing.assert_allclose(out.detach().numpy(), a_np @ b_np, rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal(out.shape)
+    out.backward(jg.tensor(g))
+    np.testing.assert_allclose(a.grad.numpy(), g @ b_np.T, rtol=1e-12, atol=1e-12)
+    rows = int(np.prod(a_shape[:-1]))
+    np.testing.assert_allclose(b.grad.numpy(), a_np.reshape(rows, a_shape[-1]).T @ g.reshape(
+                                   rows, b_shape[-1]),
+                               rtol=1e-12, atol=1e-12)
+    weight = jg.tensor(b_np.T.copy())  # F.linear's (out, in) weight
+    np.testing.assert_allclose(F.linear(a, weight).detach().numpy(), a_np @ b_np,
+                               rtol=1e-12, atol=1e-12)
+    ints = jg.tensor(np.arange(np.prod(a_shape)).reshape(a_shape)) @ jg.ones(*b_shape,
+                                                                          dtype=jg.int64)
+    assert ints.dtype == jg.int64 and ints.shape == out.shape

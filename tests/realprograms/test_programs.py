@@ -5,7 +5,10 @@ run unmodified through the import swap, eagerly and under `torch.compile` with t
 The programs are this project's own, written against the torch API in the style of the
 programs inventoried in research/real_programs.md: the PyTorch tutorial's Legendre
 polynomial fit with a custom autograd.Function (no randomness: exact values), a
-makemore-style character MLP and GRU, and a minGPT-style transformer block.
+makemore-style character MLP and GRU, a minGPT-style transformer block, an n-gram CNN
+sentence classifier and MLPs with and without BatchNorm1d in the style of the tutorials'
+text-CNN and batch-norm demos (their weights drawn with numpy, so they are compared with
+torch's recorded losses).
 """
 
 from __future__ import annotations
@@ -214,3 +217,69 @@ def test_char_gru_compiled_training_matches_eager(backend, char_gru_eager):
                                      char_gru_eager["model"].parameters(), strict=True):
         np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-5,
                                    atol=1e-6, err_msg=name)
+
+
+# ----- n-gram CNN sentence classifier (a max-pool layer built in forward) -----------------
+
+# torch 2.13's losses for `ngram_cnn.py --steps 12` (same numpy-drawn initial weights)
+NGRAM_CNN_TORCH_LOSSES = [0.6773772239685059, 0.6604595184326172, 0.6446897983551025,
+                          0.6285139918327332, 0.6118304133415222, 0.5942943692207336,
+                          0.5774953961372375, 0.5600692629814148, 0.5415101647377014,
+                          0.5219307541847229, 0.5010784268379211, 0.4789639711380005]
+
+
+@pytest.fixture(scope="module")
+def ngram_cnn_eager():
+    return run_program("ngram_cnn.py", "--steps", "12")
+
+
+def test_ngram_cnn_eager_follows_torchs_losses(ngram_cnn_eager):
+    np.testing.assert_allclose(ngram_cnn_eager["losses"], NGRAM_CNN_TORCH_LOSSES, rtol=2e-6)
+
+
+def test_ngram_cnn_forward_with_its_pool_layers_is_one_graph(ngram_cnn_eager):
+    report = jg.explain(ngram_cnn_eager["model"])(ngram_cnn_eager["words"])
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_ngram_cnn_compiled_training_matches_eager(backend, ngram_cnn_eager):
+    jg.reset()
+    compiled = run_program("ngram_cnn.py", "--steps", "12", "--compile", backend)
+    np.testing.assert_allclose(compiled["losses"], ngram_cnn_eager["losses"], rtol=1e-5)
+    assert compiled["predictions"] == ngram_cnn_eager["predictions"]
+
+
+# ----- MLPs with and without BatchNorm1d, train and eval modes ----------------------------
+
+# torch 2.13's test losses (eval mode, before each epoch) of `batchnorm_mlp.py --epochs 3`;
+# the net without batch norm is deterministic to rounding, the other's redundant input
+# normalization has zero-gradient parameters that Adam turns rounding noise into steps
+# for, so it is compared to a band
+BATCHNORM_TORCH_TEST_LOSSES = ([29.314533233642578, 26.1013240814209, 21.083988189697266],
+                               [27.06267738342285, 22.48038673400879, 21.392187118530273])
+
+
+@pytest.fixture(scope="module")
+def batchnorm_eager():
+    return run_program("batchnorm_mlp.py", "--epochs", "3")
+
+
+def test_batchnorm_mlps_eager_follow_torchs_test_losses(batchnorm_eager):
+    plain, normed = batchnorm_eager["test_losses"]
+    np.testing.assert_allclose(plain, BATCHNORM_TORCH_TEST_LOSSES[0], rtol=1e-6)
+    np.testing.assert_allclose(normed, BATCHNORM_TORCH_TEST_LOSSES[1], rtol=1e-3)
+    bn = batchnorm_eager["nets"][1].bns[0]
+    assert bn.num_batches_tracked.item() == 3 * 7 and bn.training  # eval only to test
+
+
+def test_batchnorm_mlps_compiled_match_eager(batchnorm_eager):
+    jg.reset()
+    compiled = run_program("batchnorm_mlp.py", "--epochs", "3", "--compile", "eager")
+    for got, expected in zip(compiled["test_losses"] + compiled["train_losses"],
+                             batchnorm_eager["test_losses"] + batchnorm_eager["train_losses"],
+                             strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
+    for got, expected in zip(compiled["nets"][1].state_dict().values(),
+                             batchnorm_eager["nets"][1].state_dict().values(), strict=True):
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-6)

@@ -16,6 +16,7 @@ from jitgrad.eager.ops.pointwise import C_TYPE_NAMES, SCALAR_TYPE_NAMES
 from jitgrad.eager.ops.reduction import reduced_count
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor
+from jitgrad.eager.xp import matmul as np_matmul
 
 
 def _matmul_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
@@ -71,7 +72,7 @@ def _matrix_dims(ctx: Any) -> list[int]:
     return dims
 
 
-MATMUL = register("matmul", np.matmul, _matmul_backward, inputs=("a", "b"), saves=("a", "b"),
+MATMUL = register("matmul", np_matmul, _matmul_backward, inputs=("a", "b"), saves=("a", "b"),
                   saved_for={"a": "b", "b": "a"},
                   source="Giles 2008, matrix derivative results")
 
@@ -202,7 +203,7 @@ def _scaled_sum(input: Any, product: Tensor, beta: Any, alpha: Any) -> Tensor:
 
 
 def _linear_forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    out = np.matmul(x, weight.T)
+    out = np_matmul(x, weight.T)
     return out if bias is None else out + bias
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.nn.modules.attention import MultiheadAttention  # torch keeps it here
 from jitgrad.nn.modules.module import Module
 
 
@@ -315,7 +316,7 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus",
+__all__ = ["MultiheadAttention", "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus",
            "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Hardsigmoid", "Hardswish",
            "Mish", "SELU", "CELU", "Threshold", "Softsign", "Tanhshrink", "Hardshrink",
            "Softshrink", "Softmin", "GLU"]

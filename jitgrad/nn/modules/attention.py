@@ -8,7 +8,8 @@ out = out_proj(weights v, heads concatenated). Masks follow PyTorch: `attn_mask`
 (N*H, L, S) and `key_padding_mask` (N, S) are bool (True = may NOT attend) or float (added);
 both are merged into one additive mask. Parameters carry PyTorch's names and init:
 `in_proj_weight` (3E, E) xavier-uniform and `in_proj_bias` zeros when kdim == vdim == E,
-else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`; `out_proj` a Linear with zero bias.
+else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`; `out_proj` a Linear with zero bias
+(of torch's subclass name, NonDynamicallyQuantizableLinear).
 Everything is composed of tensor ops, so gradients and compiled graphs come from them.
 """
 
@@ -25,7 +26,7 @@ from jitgrad.eager.ops.nn_ops import softmax
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn import init
-from jitgrad.nn.modules.linear import Linear
+from jitgrad.nn.modules.linear import NonDynamicallyQuantizableLinear
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.parameter import Parameter
 
@@ -67,7 +68,8 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:

@@ -66,4 +66,9 @@ def reset_weight_and_bias(weight: Tensor, bias: Tensor | None) -> None:
         init.uniform_(bias, -bound, bound)
 
 
-__all__ = ["Identity", "Linear"]
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under torch's name for MultiheadAttention.out_proj's class, which programs
+    name (e.g. in `torch.serialization.safe_globals` to load a pickled transformer)."""
+
+
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
