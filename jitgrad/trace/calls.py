@@ -200,7 +200,7 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
     if fn in (operator.mul, operator.imul) and any(isinstance(a, (ListVar, TupleVar))
                                                    for a in args):
         return _repeat_sequence(tx, *args)
-    if fn in _NUMBER_COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar))
+    if fn in _COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar))
                                          for a in args):
         # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
         return ConstVar(fn(*[_constant_items(tx, a) for a in args]))

@@ -316,7 +316,8 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-__all__ = ["MultiheadAttention", "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus",
+__all__ = ["MultiheadAttention", "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh",
+           "ReLU6", "Softplus",
            "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Hardsigmoid", "Hardswish",
            "Mish", "SELU", "CELU", "Threshold", "Softsign", "Tanhshrink", "Hardshrink",
            "Softshrink", "Softmin", "GLU"]
