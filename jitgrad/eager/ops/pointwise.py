@@ -455,8 +455,9 @@ def _erf_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 
 
 def _relu_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
-    # selected, not g * mask: an inf/NaN g stays off x <= 0 (PyTorch's threshold_backward)
-    return (xp.where(out > 0, g, 0.0),)  # relu'(0) = 0, as PyTorch
+    # selected, not g * mask: an inf/NaN g stays off x <= 0; zero exactly where out <= 0, so
+    # at a NaN g passes, as PyTorch's threshold_backward (relu'(0) = 0)
+    return (xp.where(out <= 0, 0.0, g),)
 
 
 def _frac_backward(xp: Any, ctx: Any, g: Any) -> tuple:
