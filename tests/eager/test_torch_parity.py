@@ -208,3 +208,28 @@ def test_ignored_targets_get_zero_gradient_for_inf_upstream(reduction_input):
         loss = F.cross_entropy(logits, target, reduction="none")
     loss.backward(jg.full((2,), INF))
     np.testing.assert_array_equal(logits.grad.numpy()[1], 0.0)
+
+
+def test_add_alpha_is_cast_to_the_result_dtype():
+    # torch 2.13: add(b, True, alpha=2) and add(b, b, alpha=2) stay bool (alpha -> True);
+    # a float other keeps the float result
+    b = jg.tensor([True, False])
+    for got, expected in ((jg.add(b, True, alpha=2), [True, True]),
+                          (jg.add(b, b, alpha=2), [True, False])):
+        assert got.dtype == jg.bool
+        np.testing.assert_array_equal(got.numpy(), expected)
+    np.testing.assert_array_equal(jg.add(b, jg.tensor([False, True]), alpha=2).numpy(),
+                                  [True, True])
+    np.testing.assert_array_equal(jg.add(b, b, alpha=0).numpy(), [True, False])
+    got = jg.add(b, 0.5, alpha=2)
+    assert got.dtype == jg.float32
+    np.testing.assert_array_equal(got.numpy(), [2.0, 1.0])
+
+
+def test_relu_gradient_passes_at_nan_as_threshold_backward():
+    # torch 2.13: relu's gradient is zero exactly where the output is <= 0
+    for inplace in (False, True):
+        a = jg.tensor([-1.0, float("nan"), 0.0, 2.0, -0.0], requires_grad=True)
+        out = a.clone().relu_() if inplace else jg.relu(a)
+        out.sum().backward()
+        np.testing.assert_array_equal(a.grad.numpy(), [0.0, 1.0, 0.0, 1.0, 0.0])

@@ -110,6 +110,11 @@ def _scaled(input: Any, other: Any, alpha: Any) -> Any:
                                "floating point number.")
         if isinstance(alpha, bool) and common is not dtypes.bool_:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
+        if common is dtypes.bool_:  # alpha is cast to the result dtype: b + 2 * b is b | b
+            alpha = bool(alpha)
+            if not isinstance(other, Tensor):
+                return bool(other) and alpha
+            return other if alpha else mul(other, False)
     if alpha == 1:
         return other
     return other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
