@@ -268,7 +268,11 @@ def batchnorm_eager():
 def test_batchnorm_mlps_eager_follow_torchs_test_losses(batchnorm_eager):
     plain, normed = batchnorm_eager["test_losses"]
     np.testing.assert_allclose(plain, BATCHNORM_TORCH_TEST_LOSSES[0], rtol=1e-6)
-    np.testing.assert_allclose(normed, BATCHNORM_TORCH_TEST_LOSSES[1], rtol=1e-3)
+    # the batch statistics are accumulated in float64 (Note [Accumulating float sums]) where
+    # torch's batch_norm accumulates in float32: the first epoch agrees to 1e-7 and training
+    # grows the rounding difference to ~0.15% by the third
+    np.testing.assert_allclose(normed[0], BATCHNORM_TORCH_TEST_LOSSES[1][0], rtol=1e-6)
+    np.testing.assert_allclose(normed, BATCHNORM_TORCH_TEST_LOSSES[1], rtol=5e-3)
     bn = batchnorm_eager["nets"][1].bns[0]
     assert bn.num_batches_tracked.item() == 3 * 7 and bn.training  # eval only to test
 
