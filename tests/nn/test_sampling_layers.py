@@ -13,6 +13,7 @@ import pytest
 import jitgrad as jg
 from jitgrad import nn
 from jitgrad.nn import functional as F  # noqa: N812
+from tests.nn.compiled_parity import assert_compiled_matches_eager_in_one_graph
 
 X = np.random.default_rng(0).normal(size=(2, 3, 5, 7))
 
@@ -117,14 +118,4 @@ def test_compiled_model_matches_eager_in_one_graph(backend):
     def loss_of(x):
         return (model(x) ** 2).mean()
 
-    expected = loss_of(x)
-    expected.backward()
-    grads = [p.grad.numpy().copy() for p in model.parameters()]
-    model.zero_grad()
-    compiled = jg.compile(loss_of, backend=backend)(x)
-    compiled.backward()
-    np.testing.assert_allclose(compiled.detach().numpy(), expected.detach().numpy(), rtol=1e-5)
-    for p, g in zip(model.parameters(), grads, strict=True):
-        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
-    report = jg.explain(loss_of)(x)
-    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert_compiled_matches_eager_in_one_graph(model, loss_of, x, backend)

@@ -11,6 +11,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad import nn
+from tests.nn.compiled_parity import assert_compiled_matches_eager_in_one_graph
 
 FIXTURE = dict(np.load(Path(__file__).with_name("fixtures") / "transformer.npz"))
 L, S, N, E = 5, 6, 3, 8
@@ -92,14 +93,4 @@ def test_compiled_encoder_matches_eager_in_one_graph(backend):
         return encoder(x, mask=nn.Transformer.generate_square_subsequent_mask(L),
                        src_key_padding_mask=padding).pow(2).mean()
 
-    expected = loss_of(x)
-    expected.backward()
-    grads = [p.grad.numpy().copy() for p in encoder.parameters()]
-    encoder.zero_grad()
-    compiled = jg.compile(loss_of, backend=backend)(x)
-    compiled.backward()
-    np.testing.assert_allclose(compiled.detach().numpy(), expected.detach().numpy(), rtol=1e-5)
-    for p, g in zip(encoder.parameters(), grads, strict=True):
-        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
-    report = jg.explain(loss_of)(x)
-    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert_compiled_matches_eager_in_one_graph(encoder, loss_of, x, backend)
