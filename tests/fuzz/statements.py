@@ -93,6 +93,8 @@ def binary(g) -> bool:
         if "bool_arith" not in g.features:
             return False
         feature = "bool_arith"
+    if is_bool(g.env[a]) and (bool_b or op.name == "add_alpha"):
+        nb = None  # bool results (b + b is b | b): the widened numpy translation cannot say
     v = g.new_name()
     exact = exact_a and exact_b and op.kind in ("exact", "disc")
     # the float64 reference keeps what float32 loses to a large constant: no numpy here
