@@ -28,6 +28,17 @@ after a backward without `retain_graph`, with eager's errors. As in eager, an in
 reached only from outputs that got no gradient in a backward call gets None there, not
 zeros (`JointGraphs.reach`). Higher-order gradients (`create_graph=True`)
 are refused with a clear error: the backward graph runs on arrays and records nothing.
+
+Note [Saved values overwritten in the graph]: the captured graph is functional, so a value
+an in-place op of the user's program overwrote still exists in it; eager would have
+saved the tensor and found its version changed. Tracing marks such values
+(`meta["overwritten"]`, jitgrad/trace/fake.py `_mark_overwritten`), and the backward walk
+records, for each formula that saves one, eager's error and the user outputs whose
+gradients reach that op (`JointGraphs.overwritten`): a backward call that gets a gradient
+for one of them raises it. The in-place op itself may save the value it overwrites
+(eager keeps a copy of the old self). A value an op's entry cast for type promotion
+(`meta["promotion"]`) is saved as the uncast tensor, as eager saves it, so a later
+write into a graph input is caught by the input's own version counter.
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ import numpy as np
 from jitgrad.eager import xp
 from jitgrad.eager.engine import validate_tensor_grad
 from jitgrad.eager.grad_mode import STATE, no_grad, set_grad_mode
-from jitgrad.eager.node import ERR_FREED, Node, SavedValues
+from jitgrad.eager.node import ERR_FREED, Node, SavedValues, forward_name, modified_error
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.views import rebuild_view
@@ -78,6 +89,9 @@ class JointGraphs:
     (AOTAutograd regenerates aliased outputs the same way).
     grad_inputs: per input, whether it requires grad (has an edge).
     reach: per input, the user outputs whose gradients reach it (see `_Gradients`).
+    overwritten: (user outputs, error) per backward formula that reads a value an in-place
+    op in the forward overwrote after the op saved it: a backward that gets a gradient for
+    one of those outputs raises eager's error (Note [Saved values overwritten in the graph]).
     """
 
     forward: Graph
@@ -88,6 +102,7 @@ class JointGraphs:
     grad_inputs: tuple[bool, ...]
     aliases: tuple[tuple[int, tuple] | None, ...]
     reach: tuple[frozenset[int], ...]
+    overwritten: tuple[tuple[frozenset[int], str], ...] = ()
 
 
 class _BackwardContext:
@@ -150,7 +165,9 @@ def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
     user_outputs = [v.node if isinstance(v, FakeTensor) else v for v in outputs]
     joint.output((*user_outputs, *(g.node if g is not None else None for g in input_grads)))
     joint.eliminate_dead_code()
-    return _partition(joint, len(user_outputs), differentiable, grad_inputs, aliases, reach)
+    split = _partition(joint, len(user_outputs), differentiable, grad_inputs, aliases, reach)
+    split.overwritten = tuple(grads.overwritten)
+    return split
 
 
 def _input_alias(graph: Graph, output: Any) -> tuple[int, tuple] | None:
@@ -199,9 +216,20 @@ def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
                 env[node] = args[0][args[1]]
             elif isinstance(node.target, OpDef):
                 env[node] = node.target(*args, **kwargs)
+                _carry_saving_meta(node, env[node])
             else:
                 raise Unsupported("JOINT_GRAPH", f"{node.target!r} has no backward formula "
                                   "the compiler can trace")
+
+
+def _carry_saving_meta(node: GraphNode, value: Any) -> None:
+    """The captured node's facts about saving its value (Note [Saved values overwritten in
+    the graph]) onto the joint graph's node for the same value."""
+    if isinstance(value, FakeTensor):
+        value.node.meta["captured"] = node
+        for key in ("overwritten", "promotion"):
+            if key in node.meta:
+                value.node.meta[key] = node.meta[key]
 
 
 def _tangents(joint: Graph, outputs: Any, aliases: tuple) -> tuple[_Gradients, tuple[bool, ...]]:
@@ -227,11 +255,14 @@ class _Gradients:
     through ops that need it, as eager's graph connects them: an input reached only from
     outputs that got no gradient in a backward call gets None there, not zeros (eager
     never runs the nodes on that path).
+    overwritten: (the user outputs whose gradients reach the op, eager's error) for each op
+    whose backward reads a value the graph overwrote later (see `JointGraphs.overwritten`).
     """
 
     def __init__(self) -> None:
         self.grads: dict[GraphNode, Any] = {}
         self.reach: dict[GraphNode, frozenset[int]] = {}
+        self.overwritten: list[tuple[frozenset[int], str]] = []
 
     def get(self, node: GraphNode) -> Any:
         return self.grads.get(node)
@@ -258,11 +289,14 @@ def _run_backward(calls: list, recorder: OpRecorder, grads: _Gradients) -> _Grad
         g_arg = g[0] if op.num_outputs == 1 else g
         if op.num_outputs == 1 and g_arg is None:
             continue
+        sources = frozenset().union(*(grads.reach.get(o.node, frozenset()) for o in outs))
+        captured = {o.node.meta.get("captured") for o in outs}
+        grads.overwritten.extend((sources, message) for message in (
+            _overwritten_message(v, captured) for v in saved) if message is not None)
         input_grads = op.backward(xp.TENSOR, ctx, g_arg, *saved)
         if len(input_grads) != len(inputs):
             raise Unsupported("JOINT_GRAPH", f"{op.name}: its backward returned "
                               f"{len(input_grads)} gradients for {len(inputs)} inputs")
-        sources = frozenset().union(*(grads.reach.get(o.node, frozenset()) for o in outs))
         for index, (x, grad) in enumerate(zip(inputs, input_grads, strict=True)):
             if grad is None or not ctx.needs_input_grad[index]:
                 continue
@@ -280,7 +314,25 @@ def _saved_value(op: OpDef, index: int, condition: int, inputs: tuple, result: A
         return result
     if condition >= 0 and not ctx.needs_input_grad[condition]:
         return None
-    return inputs[index]
+    value = inputs[index]
+    if isinstance(value, FakeTensor) and value.node.meta.get("promotion"):
+        return value.node.args[0].meta["val"]  # eager saves the tensor, not its cast
+    return value
+
+
+def _overwritten_message(value: Any, saver: set[GraphNode | None]) -> str | None:
+    """Eager's error for a value saved by the op of captured node(s) `saver` that an
+    in-place op of the graph overwrote later, or None (Note [Saved values overwritten in
+    the graph]). The in-place op itself may save the value it overwrites."""
+    if not isinstance(value, FakeTensor) or "overwritten" not in value.node.meta:
+        return None
+    storage, version, writer = value.node.meta["overwritten"]
+    if writer in saver:
+        return None
+    producer = value.node.target
+    name = producer.node_class.__name__ if isinstance(producer, OpDef) else "graph"
+    return str(modified_error(value, f"output 0 of {forward_name(name)}", storage.bumps,
+                              version))
 
 
 def _as_graph_value(grad: Tensor, recorder: OpRecorder) -> FakeTensor:
@@ -445,6 +497,9 @@ class CompiledFunctionBackward(Node):
         if saved is None:
             raise RuntimeError(ERR_FREED)
         saved.check(self, self._modified_output)
+        for sources, message in self.region.joint.overwritten:
+            if any(grad_outputs[j] is not None for j in sources):
+                raise RuntimeError(message)
         values = [v if isinstance(v, Tensor) else Tensor._make(v) for v in saved.values]
         tangents = []
         for grad, meta in zip(grad_outputs, self.output_metadata, strict=True):

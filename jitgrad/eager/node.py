@@ -206,20 +206,27 @@ class SavedValues:
         from jitgrad.eager.tensor import Tensor
 
         t = value if isinstance(value, Tensor) else output(0)
-        where = "a leaf Tensor" if t.grad_fn is None else f"output 0 of {_forward_name(t.grad_fn)}"
+        where = "a leaf Tensor" if t.grad_fn is None else \
+            f"output 0 of {forward_name(t.grad_fn.name())}"
         if not isinstance(value, Tensor):
-            where = f"output 0 of {_forward_name(node)}"
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an "
-            f"inplace operation: [{tensor_type_name(t)} {list(t.shape)}], which is {where}, "
-            f"is at version {t._version}; expected version {self.versions[i]} "
-            "instead. Hint: the operation that last wrote it in place ran after the "
-            "forward op; clone() the tensor before modifying it, or modify it out of place.")
+            where = f"output 0 of {forward_name(node.name())}"
+        raise modified_error(t, where, t._version, self.versions[i])
 
 
-def _forward_name(node: Node) -> str:
-    name = node.name()
-    return name[: -len("Backward")] if name.endswith("Backward") else name
+def modified_error(t: Tensor, where: str, version: int, expected: int) -> RuntimeError:
+    """Eager's error for a saved tensor `t` (described by `where`) written in place after
+    it was saved; compiled backward graphs raise the same one."""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{tensor_type_name(t)} {list(t.shape)}], which is {where}, "
+        f"is at version {version}; expected version {expected} instead. Hint: the "
+        "operation that last wrote it in place ran after the forward op; clone() the "
+        "tensor before modifying it, or modify it out of place.")
+
+
+def forward_name(node_name: str) -> str:
+    """The forward op of a backward node's name: `MulBackward` -> `Mul`."""
+    return node_name.removesuffix("Backward")
 
 
 class AccumulateGrad(Node):

@@ -398,6 +398,7 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
     shape is not target's (eager's message), Unsupported for refused writes.
     """
     _check_writable(target, value, what)
+    writer = value.node if isinstance(value, FakeTensor) else None  # the op computing it
     if value._data.shape != target._data.shape:
         raise RuntimeError(f"output with shape {list(target._data.shape)} doesn't match the "
                            f"broadcast shape {list(value._data.shape)}")
@@ -415,18 +416,36 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
         value = written_base(target._view, base, value)
     # autograd sees the write unless grad mode is off or it goes through .data/.detach()
     visible = STATE.enabled and base.__dict__.get("alias_of") is None
+    bumps = base.__dict__.get("alias_of", (None, ""))[1] != "data"
+    views = views_of(STATE.recorder.graph, base.storage)
+    if bumps:
+        _mark_overwritten(base, views, writer)
     _rebind(base.storage, value, visible)
     base.storage.written = True
-    if base.__dict__.get("alias_of", (None, ""))[1] != "data":
+    if bumps:
         base.storage.bumps += 1
     if visible and value._requires_grad:
         base._requires_grad = True
-    for view in views_of(STATE.recorder.graph, base.storage):
+    for view in views:
         new = regenerated(view)
         _rebind(view.storage, new, visible)
         if visible and new._requires_grad:
             view._requires_grad = True
     return target
+
+
+def _mark_overwritten(base: FakeTensor, views: list[Tensor], writer: GraphNode | None) -> None:
+    """Before a write that advances `base`'s version counter: the values it and its views
+    held until now get `meta["overwritten"] = (base's storage, version they had, writer)`,
+    writer being the node of the in-place op's result (it may save the old value: eager
+    keeps a copy, Note [Saving the old self]), so a backward that saved one raises eager's
+    "modified by an inplace operation" error (Note [Saved values overwritten in the graph]
+    in jitgrad/codegen/autograd.py)."""
+    storage = base.storage
+    for t in (base, *views):
+        node = t.storage.node
+        if node.op != "placeholder":  # inputs are checked by their own counters at run time
+            node.meta.setdefault("overwritten", (storage, storage.bumps, writer))
 
 
 def _rebind(storage: FakeStorage, value: Tensor, visible: bool) -> None:
@@ -553,6 +572,7 @@ class OpRecorder:
                               "input before the op; jitgrad cannot record that yet")
         if array.dtype != x._data.dtype:
             node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})
+            node.meta["promotion"] = True  # eager's op saves x itself, not this cast
             FakeTensor.like(node, Tensor._make(array), x._requires_grad)
         return node
 

@@ -15,6 +15,19 @@ describes the value (a Tensor, real or fake; a tuple of them; or a Python value)
 `node.meta["source"]` the user's line (`SourceLocation`). This is torch.fx's design
 (torch/fx/graph.py, torch/fx/node.py) without call_method/call_module: tensor methods
 are normalized to their op while tracing (DESIGN.md, Trace).
+
+Note [Eager versions of a functional graph]: a captured graph is functional, so running
+it with eager ops (a GraphModule: the "eager" backend, check mode's oracle) would let a
+backward read a value the user's program overwrote in place, where eager raises
+"modified by an inplace operation". Tracing marks what eager's version counters would
+see: `meta["overwritten"] = (storage, version)` on a value an in-place write replaced
+(Note [Saved values overwritten in the graph] in jitgrad/codegen/autograd.py), and
+`meta["promotion"]` on a dtype cast an op's entry made (eager's op saves the tensor, not
+the cast). The generated Python advances an overwritten value's version counter by the
+number of writes that replaced it, around its last read: before it when that read is the
+writing op (which may save the old value, as eager's in-place op saves a copy), after it
+otherwise; and it gives a promotion cast its source's counter, so the saved values eager
+autograd checks are the ones eager had.
 """
 
 from __future__ import annotations
@@ -542,6 +555,8 @@ class _CodeWriter:
         params = ", ".join(n.name for n in graph.placeholders)
         statements = _last_uses(graph)
         body = [self._statement(node, dead) for node, dead in statements]
+        live = [n for n in output.all_input_nodes if "overwritten" in n.meta]
+        body.extend(self._bump(n) for n in live)
         body.append(f"return {_render(output.args, self._leaf)}")
         self.line_nodes = (None, *(node for node, _ in statements), output)
         self.globals["ops"] = _OpNamespace(self.ops)
@@ -557,10 +572,24 @@ class _CodeWriter:
             else:
                 call = f"{self._callee(node.target)}({_render_call(args, node.kwargs, self._leaf)})"
             line = f"{node.name} = {call}" if node.users else call
+            if node.meta.get("promotion") and node.users:
+                line += f"; {self._global(share_version, 'share_version')}" \
+                        f"({node.name}, {self._leaf(args[0])})"
+        for n in dead:
+            if "overwritten" in n.meta:
+                if n.meta["overwritten"][2] is node:
+                    line = f"{self._bump(n)}; {line}"
+                else:
+                    line += f"; {self._bump(n)}"
         if dead:
             line += f"; del {', '.join(n.name for n in dead)}"
         location = _short_location(node.meta.get("source"))
         return f"{line}  # {location}" if location else line
+
+    def _bump(self, node: Node) -> str:
+        storage, version, _ = node.meta["overwritten"]
+        return f"{self._global(bump_version, 'bump_version')}({node.name}, " \
+               f"{storage.bumps - version})"
 
     def _callee(self, target: Any) -> str:
         if isinstance(target, OpDef):
@@ -619,6 +648,20 @@ class _OpNamespace:
 
     def __repr__(self) -> str:
         return f"ops({', '.join(sorted(self.__dict__))})"
+
+
+def bump_version(value: Any, writes: int) -> None:
+    """Advance a tensor's version counter by the in-place writes that replaced its value
+    (Note [Eager versions of a functional graph])."""
+    if isinstance(value, Tensor):
+        value._version_counter().value += writes
+
+
+def share_version(cast: Any, source: Any) -> None:
+    """A promotion cast reports its source's in-place writes (Note [Eager versions of a
+    functional graph])."""
+    if isinstance(cast, Tensor) and isinstance(source, Tensor) and cast is not source:
+        cast._vc = source._version_counter()
 
 
 def _last_uses(graph: Graph) -> list[tuple[Node, list[Node]]]:

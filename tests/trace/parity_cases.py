@@ -5,7 +5,8 @@ test_training_semantics.py on "numba", through tests/trace/eager_parity.py).
 Families: writes autograd does not see (no_grad, `.data`, `.detach()`), `.data`/`.detach()`
 aliases returned to the caller (no history, shared memory and versions), gradient
 None-ness (outputs the loss does not read, inputs no output reaches, structural zeros),
-saved values modified in place before backward, and grad-mode regions under each outer
+saved values modified in place before backward (after the region, or by an in-place op
+inside it: Note [Saved values overwritten in the graph]), and grad-mode regions under each outer
 mode.
 """
 
@@ -27,11 +28,12 @@ class Case:
     shapes: tuple[tuple[int, ...], ...] = ((2, 3), (2, 3))
     requires_grad: tuple[bool, ...] = (True, True)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float32", "float32")
 
     def make_inputs(self) -> list[jg.Tensor]:
         rng = np.random.default_rng(len(self.name))
-        return [jg.tensor(rng.normal(size=s).astype(np.float32), requires_grad=r)
-                for s, r in zip(self.shapes, self.requires_grad, strict=True)]
+        return [jg.tensor((rng.normal(size=s) * 3).astype(d), requires_grad=r)
+                for s, r, d in zip(self.shapes, self.requires_grad, self.dtypes, strict=True)]
 
 
 # ----- writes autograd does not see -----------------------------------------------------
@@ -176,6 +178,63 @@ def input_written_after_being_saved(x, y):
     return (out,)
 
 
+def intermediate_saved_then_written_in_the_region(x, y):
+    v = x * y
+    out = v * v
+    v.zero_()
+    return (out,)
+
+
+def view_saved_then_its_base_written_in_the_region(x, y):
+    v = x * y
+    row = v[0]
+    out = row * row
+    v.add_(1.0)
+    return (out,)
+
+
+def in_place_op_saving_the_value_it_overwrites(x, y):
+    v = x * 1.0
+    v.mul_(y)  # mul_ saves the old v for y's gradient: eager keeps a copy
+    v.add_(1.0)
+    return (v,)
+
+
+def saved_result_of_an_in_place_op_written_again(x, y):
+    v = x * y
+    v.exp_()  # exp_ saves its result, which is v itself
+    v.add_(1.0)
+    return (v,)
+
+
+def written_saved_value_below_an_output_without_gradient(x, y):
+    v = x * y
+    out = v * v
+    v.zero_()
+    return out.detach(), y * 3.0
+
+
+def promoted_input_written_in_the_region(x, y):
+    out = x / (y.abs() + 1.0)  # x is cast to y's dtype; eager saves x itself
+    x.zero_()
+    return (out,)
+
+
+SAVED_WRITES_IN_THE_REGION = [
+    Case("intermediate_saved_then_written", intermediate_saved_then_written_in_the_region),
+    Case("view_saved_then_its_base_written", view_saved_then_its_base_written_in_the_region),
+    Case("in_place_op_saving_the_value_it_overwrites",
+         in_place_op_saving_the_value_it_overwrites),
+    Case("saved_result_of_an_in_place_op_written_again",
+         saved_result_of_an_in_place_op_written_again),
+    Case("written_saved_value_below_an_output_without_gradient",
+         written_saved_value_below_an_output_without_gradient),
+    Case("promoted_float32_input_written", promoted_input_written_in_the_region,
+         requires_grad=(False, True), dtypes=("float32", "float64")),
+    Case("promoted_int_input_written", promoted_input_written_in_the_region,
+         requires_grad=(False, True), dtypes=("int64", "float32")),
+]
+
 SAVED_WRITES = [
     Case("output_saved_for_backward_written_after", saves_its_output,
          options={"after": write_first_output}),
@@ -187,6 +246,7 @@ SAVED_WRITES = [
          options={"after": write_first_output}),
     Case("saved_input_written_after", saves_its_inputs, options={"after": write_second_input}),
     Case("saved_input_written_inside_the_region", input_written_after_being_saved),
+    *SAVED_WRITES_IN_THE_REGION,
 ]
 SAVED_WRITE_WORDS = "modified by an inplace operation"
 
