@@ -29,6 +29,14 @@ reached only from outputs that got no gradient in a backward call gets None ther
 zeros (`JointGraphs.reach`). Higher-order gradients (`create_graph=True`)
 are refused with a clear error: the backward graph runs on arrays and records nothing.
 
+Note [Outputs without a gradient]: eager's engine runs only the nodes a gradient reaches,
+so when a backward call gives some of a region's outputs no gradient, what only those
+outputs feed is never computed. Zeros in their place would differ wherever a formula
+turns a zero gradient into NaN (0 * inf in `sqrt`'s derivative at 0), and the NaN would
+reach values eager computes exactly. Such a call runs the backward graph pruned by
+`without_tangents` (compiled once per set of outputs without a gradient); the full
+backward serves calls where every output got one.
+
 Note [Saved values overwritten in the graph]: the captured graph is functional, so a value
 an in-place op of the user's program overwrote still exists in it; eager would have
 saved the tensor and found its version changed. Tracing marks such values
@@ -54,7 +62,7 @@ from jitgrad.eager import xp
 from jitgrad.eager.engine import validate_tensor_grad
 from jitgrad.eager.grad_mode import STATE, no_grad, set_grad_mode
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues, forward_name, modified_error
-from jitgrad.eager.ops.registry import OpDef
+from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.views import rebuild_view
 from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
@@ -438,6 +446,51 @@ def _copy_node(target: Graph, joint: Graph, node: GraphNode,
     return copy
 
 
+def without_tangents(backward: Graph, absent: frozenset[int]) -> Graph:
+    """`backward` as eager runs it when the user outputs `absent` got no gradient (Note
+    [Outputs without a gradient]): what only their tangents reach is not computed, a
+    gradient sum keeps its other terms, and an op mixing them with gradients that did
+    arrive (a multi-output formula) reads zeros. The placeholders stay, so the calling
+    convention does not change."""
+    pruned = Graph()
+    copies: dict[GraphNode, Any] = {}
+    missing: set[GraphNode] = set()  # values only absent tangents reach
+    carries: set[GraphNode] = set()  # values some tangent reaches
+    for node in backward.nodes:
+        if node.op == "output":
+            break
+        if node.op == "placeholder" and node.target.startswith("tangent_"):
+            carries.add(node)
+            if int(node.target.removeprefix("tangent_")) in absent:
+                missing.add(node)
+        gradients = [n for n in node.all_input_nodes if n in carries]
+        if gradients:
+            carries.add(node)
+            if all(n in missing for n in gradients):
+                missing.add(node)
+                continue
+            kept = [n for n in gradients if n not in missing]
+            if node.target is OPS["add"] and len(gradients) == 2 and len(kept) == 1 and \
+                    not node.kwargs and _same_meta(kept[0], node):
+                copies[node] = copies[kept[0]]
+                continue
+        for n in node.all_input_nodes:
+            if n in missing and n.op != "placeholder" and n not in copies:
+                copies[n] = pruned.get_attr("zeros", Tensor._make(np.zeros(
+                    n.meta["val"].shape, n.meta["val"]._data.dtype)))
+        if node not in missing or node.op == "placeholder":
+            copies[node] = _copy_node(pruned, backward, node, copies)
+    pruned.output(tuple(None if g in missing else copies.get(g, g) if isinstance(g, GraphNode)
+                        else g for g in backward.output_node.args))
+    return pruned
+
+
+def _same_meta(a: GraphNode, b: GraphNode) -> bool:
+    va, vb = a.meta.get("val"), b.meta.get("val")
+    return isinstance(va, Tensor) and isinstance(vb, Tensor) and va.shape == vb.shape and \
+        va._data.dtype == vb._data.dtype
+
+
 def compile_region(graph: Graph, example_inputs: list[Any],
                    compile_graph: Callable[[Graph], Callable[..., tuple]]) -> Any:
     """`graph` split into joint graphs, each compiled by `compile_graph(graph) -> callable`
@@ -451,7 +504,7 @@ def compile_region(graph: Graph, example_inputs: list[Any],
     backward = compile_graph(joint.backward)
     groups = [_Labeled("forward", g) for g in getattr(forward, "fusion_groups", ())] + \
         [_Labeled("backward", g) for g in getattr(backward, "fusion_groups", ())]
-    return CompiledRegion(joint, forward, backward, groups)
+    return CompiledRegion(joint, forward, backward, groups, compile_graph)
 
 
 class _Labeled:
@@ -501,14 +554,16 @@ class CompiledFunctionBackward(Node):
             if any(grad_outputs[j] is not None for j in sources):
                 raise RuntimeError(message)
         values = [v if isinstance(v, Tensor) else Tensor._make(v) for v in saved.values]
-        tangents = []
-        for grad, meta in zip(grad_outputs, self.output_metadata, strict=True):
+        tangents, absent = [], []
+        for i, (grad, meta) in enumerate(zip(grad_outputs, self.output_metadata, strict=True)):
             if meta is None:
                 continue
-            array = np.zeros(*meta) if grad is None else grad
-            tangents.append(Tensor._make(array))
+            if grad is None:
+                absent.append(i)
+            tangents.append(Tensor._make(np.zeros(*meta) if grad is None else grad))
+        backward = self.region.backward_for(frozenset(absent))
         try:
-            grads = self.region.backward(*values, *tangents)
+            grads = backward(*values, *tangents)
         except Exception as err:  # at the forward line whose backward raised
             add_user_location(err)
             raise
@@ -537,15 +592,31 @@ class CompiledRegion:
     returns the outputs, recording one CompiledFunctionBackward (see Note [Joint graphs]).
 
     joint: the split graphs; forward/backward: their compiled callables (the backend's
-    output for each); fusion_groups: the forward's then the backward's, for explain().
+    output for each); fusion_groups: the forward's then the backward's, for explain();
+    compile_graph: the backend's compiler, for the backward of a call where some outputs
+    got no gradient (`backward_for`).
     """
 
     def __init__(self, joint: JointGraphs, forward: Callable[..., tuple],
-                 backward: Callable[..., tuple], fusion_groups: list[Any]) -> None:
+                 backward: Callable[..., tuple], fusion_groups: list[Any],
+                 compile_graph: Callable[[Graph], Callable[..., tuple]]) -> None:
         self.joint = joint
         self.forward = forward
         self.backward = backward
         self.fusion_groups = fusion_groups
+        self.compile_graph = compile_graph
+        self._partial: dict[frozenset[int], Callable[..., tuple]] = {}
+
+    def backward_for(self, absent: frozenset[int]) -> Callable[..., tuple]:
+        """The compiled backward for a call where the user outputs `absent` got no
+        gradient (Note [Outputs without a gradient]), compiled once per such set."""
+        if not absent:
+            return self.backward
+        found = self._partial.get(absent)
+        if found is None:
+            found = self._partial[absent] = self.compile_graph(
+                without_tangents(self.joint.backward, absent))
+        return found
 
     def show(self) -> str:
         """The forward and backward graphs, each with its compiled code (`jitgrad.show`)."""

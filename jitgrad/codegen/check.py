@@ -374,9 +374,8 @@ class CheckedRegion:
         leaves = [x.detach().requires_grad_() if isinstance(x, Tensor) and x.requires_grad
                   else x for x in inputs]
         expected: list[Any] = []
-        backward = _GradientCheck(self, leaves, expected, before)
-        outputs = CompiledRegion(region.joint, region.forward, backward,
-                                 region.fusion_groups)(*inputs)
+        outputs = _CheckingRegion(region, lambda absent: _GradientCheck(
+            self, leaves, expected, before, absent))(*inputs)
         after = default_generator.get_state()
         default_generator.set_state(before)
         with enable_grad():
@@ -408,30 +407,49 @@ class CheckedRegion:
         return None
 
 
+class _CheckingRegion(CompiledRegion):
+    """A region's compiled graphs whose backward, for any set of outputs without a
+    gradient, is `check(absent)`: one _GradientCheck."""
+
+    def __init__(self, region: CompiledRegion,
+                 check: Callable[[frozenset[int]], Callable[..., tuple]]) -> None:
+        super().__init__(region.joint, region.forward, region.backward, region.fusion_groups,
+                         region.compile_graph)
+        self._check = check
+
+    def backward_for(self, absent: frozenset[int]) -> Callable[..., tuple]:
+        return self._check(absent)
+
+
 class _GradientCheck:
-    """The backward of one CheckedRegion call: the compiled gradients, compared with
-    eager autograd's through the leaves of the same call."""
+    """The backward of one CheckedRegion call where the user outputs `absent` got no
+    gradient: the compiled gradients, compared with eager autograd's through the leaves
+    of the same call."""
 
     def __init__(self, checked: CheckedRegion, leaves: list[Any], expected: list[Any],
-                 rng_state: Tensor) -> None:
+                 rng_state: Tensor, absent: frozenset[int]) -> None:
         self.checked = checked
         self.leaves = leaves
         self.expected = expected
         self.rng_state = rng_state
+        self.absent = absent
 
     def __call__(self, *values: Any) -> tuple:
         joint = self.checked.region.joint
-        grads = self.checked.region.backward(*values)
+        grads = self.checked.region.backward_for(self.absent)(*values)
         tangents = values[len(joint.saved):]
         wanted = [i for i, needed in enumerate(joint.grad_inputs) if needed]
-        outputs = [o for o, d in zip(self.expected, joint.differentiable, strict=True) if d]
+        got = [i for i, d in enumerate(joint.differentiable) if d and i not in self.absent]
+        present = [t for i, t in zip((i for i, d in enumerate(joint.differentiable) if d),
+                                     tangents, strict=True) if i not in self.absent]
         with enable_grad():
-            oracle = autograd_grad(outputs, [self.leaves[i] for i in wanted], list(tangents),
+            oracle = autograd_grad([self.expected[i] for i in got],
+                                   [self.leaves[i] for i in wanted], present,
                                    retain_graph=True, allow_unused=True)
         compiled = [grads[i] for i in wanted]
         references = [None] * len(wanted)
         if any(compare(c, o) is not None for c, o in zip(compiled, oracle, strict=True)):
-            references = self._float64_gradients(tangents, wanted)
+            references = self._float64_gradients(present, got, wanted)
         for i, c, o, r in zip(wanted, compiled, oracle, references, strict=True):
             difference = compare(c, o, r)
             if difference is not None:
@@ -445,18 +463,18 @@ class _GradientCheck:
                              for k in range(len(joint.grad_inputs)))
         return grads
 
-    def _float64_gradients(self, tangents: tuple, wanted: list[int]) -> list[Any]:
-        """The wanted inputs' gradients with every float cast to float64 (Note [Check
-        tolerance]); Nones when an op refuses float64."""
-        differentiable = self.checked.region.joint.differentiable
+    def _float64_gradients(self, tangents: list[Any], got: list[int],
+                           wanted: list[int]) -> list[Any]:
+        """The wanted inputs' gradients, from outputs `got` with `tangents`, with every
+        float cast to float64 (Note [Check tolerance]); Nones when an op refuses float64."""
         leaves = [to_float64(x.detach()).requires_grad_() if isinstance(x, Tensor)
                   and x.requires_grad else to_float64(x) for x in self.leaves]
         state = default_generator.get_state()
         default_generator.set_state(self.rng_state)
         try:
             with enable_grad():
-                outputs = [o for o, d in zip(self.checked.oracle(*leaves), differentiable,
-                                             strict=True) if d]
+                results = self.checked.oracle(*leaves)
+                outputs = [results[i] for i in got]
                 return list(autograd_grad(outputs, [leaves[i] for i in wanted],
                                           [to_float64(t) for t in tangents],
                                           allow_unused=True))

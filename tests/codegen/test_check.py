@@ -219,6 +219,26 @@ def test_a_training_step_passes_silently_with_eager_gradients_and_random_draws()
             np.testing.assert_allclose(p.grad.numpy(), e.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
+def zero_behind_a_root(x, y):
+    zero = x * y - x * y
+    return zero * 2.0, zero.abs().sqrt()
+
+
+def test_a_backward_where_one_output_got_no_gradient_is_checked_against_eager():
+    # the second output gets no gradient: compiled and oracle both skip its sqrt'(0) = inf
+    results = {}
+    for name, fn in (("check", check_compile(zero_behind_a_root)), ("eager", zero_behind_a_root)):
+        x, y = inputs((3, 4), (3, 4), requires_grad=True)
+        first, _ = run_silently(fn, x, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (first * 1.5).sum().backward()
+        results[name] = x.grad.numpy(), y.grad.numpy()
+    for got, want in zip(results["check"], results["eager"], strict=True):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(want, np.zeros((3, 4), np.float32))
+
+
 def test_warn_mode_warns_and_returns_eager_values(monkeypatch):
     x, w = inputs((4, 8), (8,))
     monkeypatch.setattr(config, "CHECK", "warn")

@@ -28,12 +28,13 @@ class Case:
     shapes: tuple[tuple[int, ...], ...] = ((2, 3), (2, 3))
     requires_grad: tuple[bool, ...] = (True, True)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    dtypes: tuple[str, ...] = ("float32", "float32")
+    dtypes: tuple[str, ...] | None = None  # float32 each, unless given
 
     def make_inputs(self) -> list[jg.Tensor]:
         rng = np.random.default_rng(len(self.name))
+        dtypes = self.dtypes or ("float32",) * len(self.shapes)
         return [jg.tensor((rng.normal(size=s) * 3).astype(d), requires_grad=r)
-                for s, r, d in zip(self.shapes, self.requires_grad, self.dtypes, strict=True)]
+                for s, r, d in zip(self.shapes, self.requires_grad, dtypes, strict=True)]
 
 
 # ----- writes autograd does not see -----------------------------------------------------
@@ -124,6 +125,24 @@ def structural_zero(x, y):
     return x * y.floor(), x * 0.0
 
 
+# outputs the loss does not read, behind derivatives that are infinite at 0: eager never
+# runs their backward, so no 0 * inf reaches the shared inputs (Note [Outputs without a
+# gradient] in jitgrad/codegen/autograd.py)
+def infinite_derivatives_at_zero(x, y):
+    zero = x * y - x * y
+    return zero * 2.0, zero.abs().sqrt(), zero.abs() ** 0.5, zero.abs().log(), 1.0 / zero
+
+
+def unbound_rows_one_behind_sqrt(x, y):
+    first, second = (x * y).unbind(0)
+    return first * 2.0, (second - second).sqrt()
+
+
+def product_behind_a_root(x, y):
+    p = (x * (y > 10.0)).prod(1)  # rows of zeros
+    return p * 3.0, p.abs() ** 0.5
+
+
 GRAD_NONENESS = [
     Case("loss_reads_the_first_of_two_outputs", two_outputs, options={"loss": first_output}),
     Case("loss_reads_the_second_of_two_outputs", two_outputs, options={"loss": second_output}),
@@ -134,6 +153,14 @@ GRAD_NONENESS = [
     Case("input_no_output_reaches", unused_input),
     Case("input_behind_a_comparison_and_a_detach", non_differentiable_path),
     Case("structurally_zero_gradients", structural_zero),
+    Case("outputs_without_gradient_behind_infinite_derivatives",
+         infinite_derivatives_at_zero, options={"loss": first_output}),
+    Case("outputs_with_gradient_behind_infinite_derivatives", infinite_derivatives_at_zero,
+         options={"loss": second_output}),
+    Case("multi_output_op_with_one_output_behind_sqrt", unbound_rows_one_behind_sqrt,
+         options={"loss": first_output}),
+    Case("product_with_zeros_behind_an_unread_root", product_behind_a_root,
+         options={"loss": first_output}),
 ]
 
 
