@@ -168,14 +168,20 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     sys.excepthook = _abort_on_exception
 
 
-def _abort_on_exception(kind: type[BaseException], error: BaseException,
-                        tb: TracebackType | None) -> None:
-    """Print this rank's uncaught error, then end the whole job (Note [Failing ranks])."""
+def abort_job(error: BaseException) -> None:
+    """Print this rank's error with its traceback, then end every rank of the MPI job
+    (Note [Failing ranks]); the starter exits non-zero."""
     comm = mpi().COMM_WORLD
     sys.stderr.write(f"[rank {comm.Get_rank()}] " + "".join(
-        traceback.format_exception(kind, error, tb)))
+        traceback.format_exception(type(error), error, error.__traceback__)))
     sys.stderr.flush()
     comm.Abort(1)
+
+
+def _abort_on_exception(kind: type[BaseException], error: BaseException,
+                        tb: TracebackType | None) -> None:
+    """sys.excepthook while a group exists: an uncaught error ends the job."""
+    abort_job(error.with_traceback(tb))
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:

@@ -1,22 +1,16 @@
-"""`jitgrad.nn.parallel`: the data-parallel wrappers exist so that imports work.
+"""`jitgrad.nn.parallel`: data parallelism across processes (`DistributedDataParallel`).
 
-jitgrad runs one process on the CPU, so wrapping a model for several devices or
-processes is refused with an error that says so (see `jitgrad.distributed`).
+`DistributedDataParallel` (in `distributed.py`) keeps one replica per MPI rank and averages
+gradients over `jitgrad.distributed`. `DataParallel` (one process driving several devices)
+is refused: jitgrad has one CPU device per process.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from jitgrad.distributed import SINGLE_PROCESS
 from jitgrad.nn.modules.module import Module
-
-
-class DistributedDataParallel(Module):
-    """Raises RuntimeError when constructed: jitgrad has no process group."""
-
-    def __init__(self, module: Module, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError(f"torch.nn.parallel.DistributedDataParallel: {SINGLE_PROCESS}")
+from jitgrad.nn.parallel.distributed import DistributedDataParallel
 
 
 class DataParallel(Module):
@@ -24,7 +18,7 @@ class DataParallel(Module):
 
     def __init__(self, module: Module, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("torch.nn.DataParallel: jitgrad computes on one CPU device; "
-                           "use the module directly")
+                           "use the module directly, or DistributedDataParallel across processes")
 
 
 __all__ = ["DistributedDataParallel", "DataParallel"]
