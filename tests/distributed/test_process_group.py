@@ -1,0 +1,128 @@
+"""The process group in one process (MPI's world of size 1), the refusals, the missing extra,
+and the launcher's command line; multi-rank behaviour is in test_two_ranks.py."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import pytest
+
+import jitgrad
+import jitgrad.distributed as dist
+from jitgrad.distributed import run
+from jitgrad.nn.parallel import DistributedDataParallel as DDP
+from tests.distributed import training
+
+
+@pytest.fixture
+def world():
+    dist.init_process_group("gloo")
+    yield
+    dist.destroy_process_group()
+
+
+def test_before_init_every_call_raises_torchs_value_error():
+    assert not dist.is_initialized()
+    for call in (dist.get_rank, dist.get_world_size, dist.barrier,
+                 lambda: dist.all_reduce(jitgrad.ones(2)), lambda: DDP(jitgrad.nn.Linear(2, 2))):
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            call()
+
+
+def test_group_of_one_process(world):
+    assert dist.is_initialized() and dist.is_available()
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "gloo")
+    assert dist.group.WORLD.size() == 1
+    t = jitgrad.tensor([1.0, 2.0])
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    assert dist.all_reduce(t, async_op=True).wait() is True
+    with pytest.raises(RuntimeError, match="twice"):
+        dist.init_process_group("gloo")
+
+
+def test_collective_argument_errors(world):
+    with pytest.raises(ValueError, match="Tensors must be contiguous"):
+        dist.all_reduce(jitgrad.ones(3, 4).t())
+    with pytest.raises(ValueError, match="ReduceOp.AVG needs a floating-point tensor"):
+        dist.all_reduce(jitgrad.ones(3, dtype=jitgrad.int64), op=dist.ReduceOp.AVG)
+    with pytest.raises(ValueError, match="rank 1 is not in a group of 1"):
+        dist.broadcast(jitgrad.ones(2), src=1)
+    with pytest.raises(ValueError, match="world size \\(1\\) times"):
+        dist.all_gather_into_tensor(jitgrad.zeros(3), jitgrad.ones(2))
+
+
+def test_rank_from_the_environment_must_be_mpis(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="world_size 2 \\(from WORLD_SIZE\\) differs from MPI's 1"):
+        dist.init_process_group("gloo")
+    assert not dist.is_initialized()
+
+
+@pytest.mark.parametrize(("call", "error", "pattern"), [
+    (lambda: dist.init_process_group("nccl"), RuntimeError, "no NCCL"),
+    (lambda: dist.init_process_group("gloo", init_method="tcp://10.0.0.1:23456"), ValueError,
+     "init_method 'tcp://10.0.0.1:23456' is not supported"),
+    (lambda: dist.get_default_backend_for_device("cuda"), RuntimeError, "no NCCL"),
+])
+def test_what_has_no_mpi_equivalent_is_refused(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
+    assert dist.get_default_backend_for_device("cpu") == "gloo" and not dist.is_nccl_available()
+
+
+def test_without_the_extra_import_works_and_collectives_name_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    assert not dist.is_available()
+    with pytest.raises(RuntimeError, match=r"pip install 'jitgrad\[distributed\]'"):
+        dist.init_process_group("gloo")
+
+
+def test_ddp_in_one_process_trains_as_the_module_and_writes_averaged_grads(world):
+    """World size 1: the reducer runs (each .grad written back once per step), and training
+    equals the plain module's."""
+    reference = training.train(training.make_model(0), training.step)
+    model = DDP(training.make_model(0))
+    assert model.module[0].weight is next(model.parameters())
+    for name, value in training.train(model, training.step).items():
+        np.testing.assert_array_equal(value, reference[name])
+    assert model.module[0].weight.grad._version == 1
+
+
+def test_compiled_ddp_breaks_the_graph_at_the_reducer(world):
+    model = DDP(training.make_model(0))
+    x, _ = training.batches()[0]
+    report = jitgrad.explain(model)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 2
+    assert [b.message for b in report.break_reasons] == [
+        "call to jitgrad.nn.parallel.distributed.DistributedDataParallel._pre_forward, "
+        "which the tracer does not know",
+        "call to jitgrad.nn.parallel.distributed.DistributedDataParallel._post_forward, "
+        "which the tracer does not know"]
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return run._parser().parse_args(list(argv))
+
+
+def test_launcher_command_line():
+    mpiexec = run.default_mpiexec()
+    assert run.command(_args("--nproc-per-node", "2", "train.py", "--lr", "0.1")) == [
+        mpiexec, "-n", "2", sys.executable, "-m", "jitgrad.distributed.worker", "train.py",
+        "--lr", "0.1"]
+    assert run.command(_args("--nproc_per_node=4", "--nnodes", "2", "-m", "pkg.train")) == [
+        mpiexec, "-n", "8", "-ppn", "4", sys.executable, "-m", "jitgrad.distributed.worker",
+        "--module", "pkg.train"]
+    assert run.command(_args("--mpiexec", "srun --mpi=pmi2", "--nnodes", "2", "--standalone",
+                             "t.py"))[:4] == ["srun", "--mpi=pmi2", "-n", "2"]
+
+
+def test_launcher_environment(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    env = run.environment(_args("--nproc-per-node", "2", "--master-port", "1234", "t.py"))
+    assert (env["MASTER_ADDR"], env["MASTER_PORT"], env["OMP_NUM_THREADS"]) == (
+        "127.0.0.1", "1234", "1")
+    with pytest.raises(ValueError, match="at least 1"):
+        run.nproc_per_node("0")
