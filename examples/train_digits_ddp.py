@@ -20,14 +20,15 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core per rank (set before numpy)
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
+from train_digits import MLP, accuracy, load_splits  # noqa: E402  (the script's directory)
+
 import jitgrad  # noqa: E402
 import jitgrad as torch  # noqa: E402
 import jitgrad.distributed as dist  # noqa: E402
 import jitgrad.nn.functional as F  # noqa: E402, N812
-from jitgrad.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+from jitgrad.nn.parallel import DistributedDataParallel as DDP  # noqa: E402, N817
 from jitgrad.utils.data import DataLoader  # noqa: E402
 from jitgrad.utils.data.distributed import DistributedSampler  # noqa: E402
-from train_digits import MLP, accuracy, load_splits  # noqa: E402  (the script's directory)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

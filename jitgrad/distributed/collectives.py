@@ -14,6 +14,7 @@ tensors; bool tensors reduce with logical or (SUM, MAX) and and (MIN, PRODUCT).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,8 +30,13 @@ from jitgrad.distributed.process_group import (
 )
 from jitgrad.eager.tensor import Tensor
 
-_SPIN_TESTS = 2000  # polls before sleeping, so a fast collective pays no sleep
-_SLEEP_S = 2e-4  # between polls after that: a rank waiting for a slow peer yields its core
+# Waiting (Work.wait): poll MPI's request in a loop (MPI makes progress only inside its
+# calls); after _SPIN_TESTS polls yield the core between polls (a peer rank sharing it runs
+# at once, an idle machine loses nothing), and after _YIELD_S of waiting (the peer is
+# computing, not communicating) sleep between polls instead of burning the core.
+_SPIN_TESTS = 100
+_YIELD_S = 0.02
+_SLEEP_S = 1e-3
 
 
 class Work:
@@ -52,16 +58,21 @@ class Work:
         if self._finish is None:
             return True
         limit = timeout or self._group.timeout
-        deadline = time.monotonic() + limit.total_seconds()
+        start = time.monotonic()
         polls = 0
         while not self._request.Test():
             polls += 1
-            if polls > _SPIN_TESTS:
-                if time.monotonic() > deadline:
-                    raise DistBackendError(
-                        f"{self._what} on rank {self._group.rank()} timed out after {limit}: "
-                        "a peer rank did not join it (it may have failed or run another "
-                        "collective)")
+            if polls < _SPIN_TESTS:
+                continue
+            waited_s = time.monotonic() - start
+            if waited_s > limit.total_seconds():
+                raise DistBackendError(
+                    f"{self._what} on rank {self._group.rank()} timed out after {limit}: "
+                    "a peer rank did not join it (it may have failed or run another "
+                    "collective)")
+            if waited_s < _YIELD_S:
+                os.sched_yield()
+            else:
                 time.sleep(_SLEEP_S)
         finish, self._finish = self._finish, None
         self._buffers = None

@@ -138,9 +138,10 @@ def _launch_value(name: str, argument: int, mpi_value: int) -> int:
     first two must agree with MPI's (Raises ValueError saying how to start the ranks)."""
     variable = {"rank": "RANK", "world_size": "WORLD_SIZE"}[name]
     given = argument if argument >= 0 else int(os.environ.get(variable, mpi_value))
+    origin = "the argument" if argument >= 0 else variable
     if given != mpi_value:
         raise ValueError(
-            f"init_process_group: {name} {given} (from {'the argument' if argument >= 0 else variable}) "
+            f"init_process_group: {name} {given} (from {origin}) "
             f"differs from MPI's {mpi_value}: jitgrad's ranks are MPI processes; start them with "
             "`python -m jitgrad.distributed.run --nproc-per-node N script.py` or mpiexec")
     return given

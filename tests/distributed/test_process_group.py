@@ -12,7 +12,7 @@ import pytest
 import jitgrad
 import jitgrad.distributed as dist
 from jitgrad.distributed import run
-from jitgrad.nn.parallel import DistributedDataParallel as DDP
+from jitgrad.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - as torch docs
 from tests.distributed import training
 
 

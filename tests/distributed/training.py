@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import jitgrad
-import jitgrad.nn.functional as F
+import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad import nn
 
 BATCH = 8

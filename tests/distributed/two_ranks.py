@@ -13,9 +13,9 @@ import numpy as np
 
 import jitgrad
 import jitgrad.distributed as dist
-import jitgrad.nn.functional as F
+import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad import nn
-from jitgrad.nn.parallel import DistributedDataParallel as DDP
+from jitgrad.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - as torch docs
 from tests.distributed import training
 
 

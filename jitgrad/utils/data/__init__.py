@@ -21,4 +21,5 @@ from jitgrad.utils.data.sampler import (
 
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "Subset",
            "ConcatDataset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "default_collate", "default_convert"]
+           "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "default_collate",
+           "default_convert"]
