@@ -37,6 +37,12 @@ def ranks(tmp_path_factory) -> list[dict[str, np.ndarray]]:
     return [dict(np.load(out / f"rank{r}.npz")) for r in range(2)]
 
 
+def test_launcher_gives_torchruns_environment_and_the_import_swap(ranks):
+    for rank, result in enumerate(ranks):
+        assert result["torch_view"].tolist() == [rank, 2]
+        assert result["environment"].tolist() == [rank, rank, 2, 2, 0]
+
+
 def inputs(dtype) -> list[np.ndarray]:
     return [rank_input(r, dtype).numpy() for r in range(2)]
 
@@ -57,6 +63,7 @@ def test_other_collectives_match_numpy(ranks):
     expected = {
         "all_reduce_MAX_int64": np.maximum(*x64),
         "all_reduce_async": x32[0] + x32[1],
+        "all_reduce_async_MAX": np.maximum(*x32) * 2,
         "broadcast_from_1": x32[1],
         "all_gather": np.stack(x32),
         "all_gather_into_tensor": np.concatenate(x32),
@@ -66,6 +73,7 @@ def test_other_collectives_match_numpy(ranks):
             np.testing.assert_array_equal(result[name], value, err_msg=name)
             assert result[name].dtype == value.dtype, name
         np.testing.assert_array_equal(result["reduce_scatter"], (x32[0] + x32[1]) * (rank + 1))
+        assert result["sampler"].tolist() == [[0, 2, 4], [1, 3, 0]][rank]  # torch's order
         np.testing.assert_array_equal(result["reduce_scatter_tensor_MAX"],
                                       np.maximum(*x32).reshape(2, 1, 3)[rank])
 
@@ -110,6 +118,8 @@ def test_find_unused_parameters_averages_what_some_rank_used(ranks):
                 local = [grads[r][name] if grads[r][name] is not None else 0 for r in range(2)]
                 np.testing.assert_allclose(result[f"unused/{name}"], (local[0] + local[1]) / 2)
         assert np.isnan(result["unused/c.weight"]).all()  # used by no rank: .grad stays None
+        # b was used only inside no_sync, on rank 1: still averaged at the next sync
+        np.testing.assert_allclose(result["unused/no_sync_b.weight"], grads[1]["b.weight"] / 2)
         assert "Expected to have finished reduction in the prior iteration" in str(
             result["unused/strict_error"])
         assert "b.weight" in str(result["unused/strict_error"])

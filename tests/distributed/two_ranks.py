@@ -7,6 +7,7 @@ One launch covers all checks, because each MPI start costs seconds.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -16,6 +17,7 @@ import jitgrad.distributed as dist
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad import nn
 from jitgrad.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - as torch docs
+from jitgrad.utils.data.distributed import DistributedSampler
 from tests.distributed import training
 
 
@@ -34,10 +36,12 @@ def collectives(rank: int, out: dict) -> None:
     t = rank_input(rank, np.int64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     out["all_reduce_MAX_int64"] = t.numpy()
-    t = rank_input(rank, np.float32)
-    work = dist.all_reduce(t, async_op=True)
-    work.wait()
-    out["all_reduce_async"] = t.numpy()
+    first, second = rank_input(rank, np.float32), rank_input(rank, np.float32) * 2
+    works = [dist.all_reduce(first, async_op=True),
+             dist.all_reduce(second, op=dist.ReduceOp.MAX, async_op=True)]
+    assert works[1].wait() and works[0].wait(), "two in flight, waited out of order"
+    out["all_reduce_async"], out["all_reduce_async_MAX"] = first.numpy(), second.numpy()
+    out["sampler"] = np.array(list(DistributedSampler(range(5), shuffle=False)))
     t = rank_input(rank, np.float32)
     dist.broadcast(t, src=1)
     out["broadcast_from_1"] = t.numpy()
@@ -102,6 +106,11 @@ def unused_parameters(rank: int, out: dict) -> None:
     model(rank_input(rank, np.float32), use_b=rank == 1).sum().backward()
     for name, p in model.module.named_parameters():
         out[f"unused/{name}"] = np.full(1, np.nan) if p.grad is None else p.grad.numpy().copy()
+    accumulated = DDP(TwoHeads(), find_unused_parameters=True)
+    with accumulated.no_sync():  # only rank 1 uses b, and only here
+        accumulated(rank_input(rank, np.float32), use_b=rank == 1).sum().backward()
+    accumulated(rank_input(rank, np.float32), use_b=False).sum().backward()
+    out["unused/no_sync_b.weight"] = accumulated.module.b.weight.grad.numpy().copy()
     strict = DDP(TwoHeads())
     strict(rank_input(rank, np.float32), use_b=False).sum().backward()
     try:
@@ -113,7 +122,12 @@ def unused_parameters(rank: int, out: dict) -> None:
 def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    out: dict = {"world_size": np.array(dist.get_world_size())}
+    import torch.distributed  # the launcher runs the script with jitgrad.run's import swap
+
+    out: dict = {"torch_view": np.array([torch.distributed.get_rank(),
+                                         torch.distributed.get_world_size()]),
+                 "environment": np.array([int(os.environ[name]) for name in (
+                     "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")])}
     collectives(rank, out)
     ddp_variants(rank, out)
     no_sync(rank, out)

@@ -11,11 +11,12 @@ reducer waits for all of them and writes the averages back into each `.grad`.
 
 Note [Reducer rounds]: a forward that needs gradients (grad mode on, outside `no_sync()`)
 arms the reducer for the backward that follows; a backward after a forward inside
-`no_sync()` only accumulates `.grad` locally, and the next synchronized backward averages
-the accumulated sums, as torch does. Buckets are launched strictly in index order, so every
-rank issues the same collectives in the same order whatever order its hooks fire in. With
-`find_unused_parameters=True` the forward walks the autograd graph from the outputs and
-marks the parameters it cannot reach ready at once (contributing zeros); a parameter that
+`no_sync()` only accumulates `.grad` locally (and records which parameters it used), and
+the next synchronized backward averages the accumulated sums, as torch does. Buckets are
+launched strictly in index order, so every rank issues the same collectives in the same
+order whatever order its hooks fire in. With `find_unused_parameters=True` the forward
+walks the autograd graph from the outputs and marks the parameters it cannot reach ready
+at once (contributing their `.grad` so far, zeros if None); a parameter that
 no rank used keeps its `.grad` untouched (torch's "globally unused" rule), found by an
 all-reduce of the per-rank use flags. Without it, a parameter that got no gradient leaves
 its bucket unlaunched, and the next forward raises torch's "Expected to have finished
@@ -135,10 +136,8 @@ class Reducer:
 
     def prepare_for_backward(self, outputs: Any) -> None:
         """Arm for the backward of `outputs`; with find_unused, mark unreachable ones ready."""
-        self.check_finished()
         self.armed = True
         self.ready.clear()
-        self.used[:] = 0
         self.next_bucket = 0
         for bucket in self.buckets:
             bucket.pending = len(bucket.params)
@@ -151,7 +150,6 @@ class Reducer:
 
     def disarm(self) -> None:
         """The next backward only accumulates locally (no_sync or no grad mode)."""
-        self.check_finished()
         self.armed = False
 
     def check_finished(self) -> None:
@@ -165,6 +163,8 @@ class Reducer:
     def _mark_ready(self, param: Tensor) -> None:
         if self.armed:
             self._mark(param, used=True)
+        else:  # a no_sync backward: its use counts at the next synchronized one, as torch's
+            self.used[self.flat_index[id(param)]] = 1
 
     def _mark(self, param: Tensor, used: bool) -> None:
         key = id(param)
@@ -175,7 +175,8 @@ class Reducer:
                 "forward through DistributedDataParallel, or a reentrant backward)")
         self.ready.add(key)
         b, i = self.where[key]
-        self.used[self.flat_index[key]] = used
+        if used:
+            self.used[self.flat_index[key]] = 1
         self.buckets[b].pending -= 1
         for bucket in self.buckets[:self.next_bucket]:
             bucket.work.is_completed()  # lets MPI progress the launched buckets
@@ -207,6 +208,7 @@ class Reducer:
             for i, param in enumerate(bucket.params):
                 if next(flags) or not self.find_unused:
                     _write_grad(param, bucket.slot(i))
+        self.used[:] = 0
         self.armed = False
 
 
