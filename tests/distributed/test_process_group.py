@@ -4,7 +4,10 @@ and the launcher's command line; multi-rank behaviour is in test_two_ranks.py.""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,8 @@ import jitgrad.distributed as dist
 from jitgrad.distributed import run
 from jitgrad.nn.parallel import DistributedDataParallel as DDP  # noqa: N817 - as torch docs
 from tests.distributed import training
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -126,3 +131,59 @@ def test_launcher_environment(monkeypatch):
         "127.0.0.1", "1234", "1")
     with pytest.raises(ValueError, match="at least 1"):
         run.nproc_per_node("0")
+
+
+def test_a_collective_in_compiled_code_is_a_graph_break_and_runs(world):
+    def scaled_sum(x):
+        y = x * 3
+        dist.all_reduce(y, op=dist.ReduceOp.MAX)
+        return y + 1
+
+    x = jitgrad.tensor([1.0, -2.0])
+    np.testing.assert_array_equal(jitgrad.compile(scaled_sum)(x).numpy(), [4.0, -5.0])
+    report = jitgrad.explain(scaled_sum)(x)
+    assert report.graph_break_count == 1
+    assert report.break_reasons[0].message == (
+        "call to jitgrad.distributed.collectives.all_reduce, which the tracer does not know")
+
+
+@pytest.mark.parametrize(("mode", "target", "printed"), [
+    ("--module", "probe", "__main__ ['probe.py', 'x'] 0 torch\n"),
+    ("--no-python", "sh", "0 0 1\n"),
+])
+def test_worker_modes_run_modules_and_programs_with_the_rank_environment(tmp_path, mode, target,
+                                                                        printed):
+    """One rank, no starter (MPI's world of one): `-m` and `--no-python` of the launcher."""
+    (tmp_path / "probe.py").write_text(
+        "import os, sys, torch\n"
+        "print(__name__, [os.path.basename(sys.argv[0]), *sys.argv[1:]], os.environ['RANK'], "
+        "torch.__name__)\n")
+    args = ["x"] if mode == "--module" else ["-c", "echo $RANK $LOCAL_RANK $WORLD_SIZE"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "jitgrad.distributed.worker", mode, target,
+                           *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (0, printed), done.stderr
+
+
+def test_buckets_are_launched_during_backward(world):
+    """Two 1 MiB buckets (torch's first-bucket size): the last layer's is all-reduced
+    while backward has yet to reach the first layer."""
+    jitgrad.manual_seed(0)
+    model = DDP(jitgrad.nn.Sequential(jitgrad.nn.Linear(512, 512), jitgrad.nn.Tanh(),
+                                      jitgrad.nn.Linear(512, 512)))
+    reducer = model.reducer
+    assert [[p.shape for p in b.params] for b in reducer.buckets] == [
+        [(512,), (512, 512)], [(512,), (512, 512)]]
+    seen = []
+
+    def record(grad):
+        seen.append((reducer.next_bucket, reducer.buckets[0].work is not None))
+
+    def hook_output(module, args, out) -> None:
+        out.register_hook(record)
+
+    model.module[0].register_forward_hook(hook_output)
+    model(jitgrad.ones(2, 512)).sum().backward()
+    assert seen == [(1, True)]  # the first layer's gradient is still to come
+    assert reducer.next_bucket == 2 and not reducer.armed
