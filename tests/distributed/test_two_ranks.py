@@ -62,6 +62,8 @@ def test_other_collectives_match_numpy(ranks):
     x32, x64 = inputs(np.float32), inputs(np.int64)
     expected = {
         "all_reduce_MAX_int64": np.maximum(*x64),
+        "all_reduce_SUM_bool": (x64[0] > 0) | (x64[1] > 0),
+        "all_reduce_MIN_bool": (x64[0] > 0) & (x64[1] > 0),
         "all_reduce_async": x32[0] + x32[1],
         "all_reduce_async_MAX": np.maximum(*x32) * 2,
         "broadcast_from_1": x32[1],

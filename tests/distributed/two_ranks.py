@@ -36,6 +36,10 @@ def collectives(rank: int, out: dict) -> None:
     t = rank_input(rank, np.int64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     out["all_reduce_MAX_int64"] = t.numpy()
+    for op in ("SUM", "MIN"):  # logical or, and
+        t = rank_input(rank, np.int64) > 0
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+        out[f"all_reduce_{op}_bool"] = t.numpy()
     first, second = rank_input(rank, np.float32), rank_input(rank, np.float32) * 2
     works = [dist.all_reduce(first, async_op=True),
              dist.all_reduce(second, op=dist.ReduceOp.MAX, async_op=True)]
