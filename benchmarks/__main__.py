@@ -36,6 +36,7 @@ BENCHMARKS: tuple[tuple[str, bool], ...] = (
     ("codegen_reductions", True),
     ("train_step", True),
     ("lstm_lm", True),
+    ("distributed", True),
 )
 
 Table = tuple[str, list[tuple[str, float]], str]

@@ -28,6 +28,11 @@ def set_quick(quick: bool) -> None:
     _quick = quick
 
 
+def is_quick() -> bool:
+    """Whether `python -m benchmarks --quick` asked for short timings."""
+    return _quick
+
+
 def record_tables() -> list[tuple[str, list[tuple[str, float]], str]]:
     """Start collecting every table printed from now on: (title, rows, unit) each."""
     global _tables

@@ -1,4 +1,5 @@
-"""Imports point one way (DESIGN.md): codegen -> trace -> eager; nn, optim, utils -> eager.
+"""Imports point one way (DESIGN.md): codegen -> trace -> eager; nn, optim, utils -> eager;
+distributed -> eager, and nn (DDP), utils (DistributedSampler) -> distributed.
 
 Parses every module's imports (including ones inside functions) and fails on an edge
 that goes backwards, and on numba imported outside jitgrad/codegen.
@@ -16,6 +17,7 @@ FORBIDDEN = {
     "nn": {"trace", "codegen", "optim"},
     "optim": {"trace", "codegen", "nn"},
     "utils": {"trace", "codegen", "nn", "optim"},
+    "distributed": {"trace", "codegen", "nn", "optim", "utils", "compile"},
 }
 
 

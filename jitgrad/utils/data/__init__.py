@@ -10,6 +10,7 @@ from jitgrad.utils.data.dataset import (
     TensorDataset,
     random_split,
 )
+from jitgrad.utils.data.distributed import DistributedSampler
 from jitgrad.utils.data.sampler import (
     BatchSampler,
     RandomSampler,
@@ -20,4 +21,5 @@ from jitgrad.utils.data.sampler import (
 
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "Subset",
            "ConcatDataset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "BatchSampler", "default_collate", "default_convert"]
+           "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "default_collate",
+           "default_convert"]
