@@ -201,6 +201,7 @@ class Kernel:
         self.rank = max(MIN_RANK, len(self.shape))
         self.numel = int(np.prod(self.shape, dtype=np.int64))
         self.out_dtypes = [n.meta["val"].dtype.np for n in group.outputs]
+        self.out_orders = [dim_order(n.meta["val"]) for n in group.outputs]
         header, body = lower_group(group)
         self.source = header + body
         self.path = cache.write_kernel(header, body, directory)
@@ -213,7 +214,8 @@ class Kernel:
         self.__name__ = self.name  # the wrapper's generated code names its callees
 
     def __call__(self, *values: Any) -> Any:
-        outs = [np.empty(self.shape, dtype) for dtype in self.out_dtypes]
+        outs = [allocate(self.shape, dtype, order)
+                for dtype, order in zip(self.out_dtypes, self.out_orders, strict=True)]
         if self.numel:
             arrays = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in values]
             self._launch(outs + arrays)
@@ -261,6 +263,25 @@ class Kernel:
         if rest:
             tail = offsets + np.array(steps, dtype=np.int64) * (rows * chunk)
             self._serial(*pad_layout([rest], [[s] for s in steps], self.rank), tail, *flats)
+
+
+def dim_order(value: Any) -> tuple[int, ...] | None:
+    """The dims of a node's value from outermost to innermost in memory, None when it is
+    C-contiguous: a kernel allocates its output in the layout eager's op gives (PyTorch's
+    rule: an output follows its inputs' memory order, so `x.t().exp()` is transposed too)."""
+    if not isinstance(value, Tensor) or value._data.ndim < 2 or value.is_contiguous():
+        return None
+    strides = value.stride()
+    return tuple(sorted(range(len(strides)), key=lambda d: -strides[d]))
+
+
+def allocate(shape: tuple[int, ...], dtype: np.dtype,
+             order: tuple[int, ...] | None) -> np.ndarray:
+    """An uninitialized array of `shape` laid out in memory by dims `order` (see
+    `dim_order`; None: C order)."""
+    if order is None:
+        return np.empty(shape, dtype)
+    return np.empty([shape[d] for d in order], dtype).transpose(np.argsort(order))
 
 
 def flat_view(array: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int, list[int]]:

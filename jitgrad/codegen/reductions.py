@@ -67,7 +67,9 @@ from jitgrad.codegen import cache
 from jitgrad.codegen.fusion import FusionGroup, ReductionSpec, describe_node
 from jitgrad.codegen.kernels import (
     PARALLEL_THRESHOLD,
+    allocate,
     coalesce,
+    dim_order,
     flat_view,
     log_kernel,
     node_statements,
@@ -736,7 +738,9 @@ class ReductionKernel:
         position = {node: i for i, node in enumerate(group.inputs)}
         outputs = [op for op in self._source.strided if op.name.startswith("out")]
         out_dtype = self._source.dtype if self.spec.kind == "cross_entropy" else None
-        self._out_specs = [(op.shape, out_dtype or op.node.meta["val"].dtype.np)
+        self._out_specs = [(op.shape, out_dtype or op.node.meta["val"].dtype.np,
+                            dim_order(op.node.meta["val"])
+                            if tuple(op.shape) == tuple(op.node.meta["val"].shape) else None)
                            for op in outputs]
         self._slots = [(True, outputs.index(op)) if op in outputs else (False, position[op.node])
                        for op in self._source.strided]
@@ -763,7 +767,7 @@ class ReductionKernel:
 
     def __call__(self, *values: Any) -> Any:
         inputs = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in values]
-        outs = [np.empty(shape, dtype) for shape, dtype in self._out_specs]
+        outs = [allocate(shape, dtype, order) for shape, dtype, order in self._out_specs]
         arrays = [outs[i] if is_out else inputs[i] for is_out, i in self._slots]
         extra = [np.ascontiguousarray(inputs[i]).reshape(-1) for i in self._tables]
         if self.spec.kind == "cross_entropy":

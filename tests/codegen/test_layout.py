@@ -33,3 +33,28 @@ def test_values_and_grads_through_views_of_strided_inputs():
         loss_compiled.backward()
         np.testing.assert_allclose(loss_compiled.item(), loss.item(), rtol=1e-6)
         np.testing.assert_allclose(x_compiled.grad.numpy(), x.grad.numpy(), rtol=1e-6)
+
+
+def permuted(shape, order):
+    """A float32 tensor of `shape` whose memory runs along dims `order` (outermost first)."""
+    base = np.arange(np.prod(shape), dtype=np.float32).reshape([shape[d] for d in order])
+    return jg.tensor(base / 7.0 - 3.0).permute(*np.argsort(order).tolist())
+
+
+def kernel_outputs(x, y):
+    a = (x.exp() * 2.0 - y).abs()  # a pointwise chain: a fused kernel's output
+    return a, a.sum(-1, keepdim=True), (x * y).amax(0), x.softmax(-1), a + 1.0
+
+
+@pytest.mark.parametrize("order", [(1, 0, 2), (2, 1, 0), (0, 2, 1), (1, 2, 0)])
+@pytest.mark.parametrize("grad", [False, True])
+def test_kernel_outputs_have_eager_strides(order, grad):
+    shape = (3, 4, 5)
+    compiled = jg.compile(kernel_outputs, backend="numba")
+    x, y = permuted(shape, order), permuted(shape, order[::-1])
+    if grad:
+        x.requires_grad_()
+    got, want = compiled(x, y), kernel_outputs(x, y)
+    for g, w in zip(got, want, strict=True):
+        assert g.stride() == w.stride() and g.is_contiguous() == w.is_contiguous()
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-6)
