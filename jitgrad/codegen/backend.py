@@ -1,13 +1,12 @@
 """The "numba" backend: fusion groups become kernels, everything else runs as an extern.
 
 Contract (DESIGN.md, Codegen): `numba_backend(gm, example_inputs) -> callable(*flat_inputs)
--> tuple`. The callable is a `CompiledGraph`: a wrapper GraphModule whose graph is the
-captured one with each fusion group replaced by one call of its `Kernel` (plus
-`operator.getitem` picks when the group writes several outputs). Every other node stays
-as it was, an extern run through its target (OpDefs eagerly, on materialized Tensors),
-so an op without a lowering never fails the compile; the wrapper's generated code deletes
-each intermediate after its last use. Reductions with their pointwise prologues and
-epilogues are fusion groups too (Note [Reduction fusion]; kernels in `reductions.py`).
+-> tuple`. The callable is a `CompiledGraph`: the graph's program (Note [Graph programs]
+in program.py), which calls each fusion group's `Kernel` and runs every other node as an
+extern, its OpDef's numpy forward on arrays, so an op without a lowering never fails the
+compile; the program deletes each intermediate after its last use. Reductions with their
+pointwise prologues and epilogues are fusion groups too (Note [Reduction fusion]; kernels
+in `reductions.py`).
 A kernel numba fails to compile makes its graph run with eager ops, with one warning.
 A graph whose inputs require grad (with grad enabled at its entry or inside it) is split
 into forward and backward graphs (Note [Joint graphs] in autograd.py), each compiled this
@@ -18,7 +17,6 @@ built, it runs `gm.forward` itself so eager autograd records through it (logged 
 from __future__ import annotations
 
 import logging
-import operator
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -29,10 +27,11 @@ from jitgrad import config
 from jitgrad.codegen.autograd import compile_region
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
+from jitgrad.codegen.program import build_program_graph
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import Unsupported
-from jitgrad.trace.graph import Graph, Node, map_arg
+from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph_module import GraphModule
 
 _LOG = config.logger("output_code")
@@ -118,66 +117,11 @@ def _records_grad(graph: Graph) -> bool:
 
 
 def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:
-    """Fusion groups of `graph` compiled into kernels, run by a wrapper GraphModule."""
+    """Fusion groups of `graph` compiled into kernels, run by its program (a GraphModule
+    over arrays, Note [Graph programs] in program.py)."""
     groups = find_fusion_groups(graph)
     kernels = [Kernel(group) for group in groups]
-    wrapper = GraphModule(build_wrapper_graph(graph, groups, kernels), attrs)
+    wrapper = GraphModule(build_program_graph(graph, groups, kernels), attrs)
     if _LOG.isEnabledFor(logging.INFO):
         _LOG.info("wrapper of %d kernel(s)\n%s", len(kernels), wrapper.code)
     return CompiledGraph(wrapper, groups, kernels, graph, attrs)
-
-
-def build_wrapper_graph(graph: Graph, groups: list[FusionGroup],
-                        kernels: list[Kernel]) -> Graph:
-    """A copy of `graph` in which each group is one call of its kernel, at its last member.
-
-    Group members that are not materialized disappear; readers of a materialized member
-    read the kernel's result (or its getitem pick).
-    """
-    wrapper = Graph()
-    copies: dict[Node, Any] = {}
-    group_at = {group.nodes[-1]: (group, kernel)
-                for group, kernel in zip(groups, kernels, strict=True)}
-    members = {node for group in groups for node in group.nodes}
-
-    def copy(value: Any) -> Any:
-        return map_arg(value, copies.__getitem__)
-
-    for node in graph.nodes:
-        if node in group_at:
-            group, kernel = group_at[node]
-            _emit_kernel_call(wrapper, group, kernel, copies)
-        elif node in members:
-            continue
-        elif node.op == "placeholder":
-            copies[node] = wrapper.placeholder(node.target, node.meta.get("val"))
-        elif node.op == "get_attr":
-            copies[node] = wrapper.get_attr(node.target, graph.attrs[node.target])
-        elif node.op == "output":
-            wrapper.output(copy(node.args))
-        else:
-            target = node.target
-            copies[node] = _copy_meta(node, wrapper.call_function(
-                target, copy(node.args), copy(node.kwargs), name=node.name))
-    return wrapper
-
-
-def _emit_kernel_call(wrapper: Graph, group: FusionGroup, kernel: Kernel,
-                      copies: dict[Node, Any]) -> None:
-    args = tuple(copies[n] for n in group.inputs)
-    if len(group.outputs) == 1:
-        output = group.outputs[0]
-        copies[output] = _copy_meta(output, wrapper.call_function(kernel, args,
-                                                                  name=output.name))
-        return
-    call = wrapper.call_function(kernel, args, name=group.name)
-    for index, output in enumerate(group.outputs):
-        copies[output] = _copy_meta(output, wrapper.call_function(
-            operator.getitem, (call, index), name=output.name))
-
-
-def _copy_meta(source: Node, copy: Node) -> Node:
-    for key in ("val", "source"):
-        if key in source.meta:
-            copy.meta[key] = source.meta[key]
-    return copy

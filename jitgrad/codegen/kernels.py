@@ -214,14 +214,21 @@ class Kernel:
         self.__name__ = self.name  # the wrapper's generated code names its callees
 
     def __call__(self, *values: Any) -> Any:
+        """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
+        results = self.run(*(v._data if isinstance(v, Tensor) else v for v in values))
+        if isinstance(results, tuple):
+            return tuple(Tensor._make(r) for r in results)
+        return Tensor._make(results)
+
+    def run(self, *values: Any) -> Any:
+        """The kernel on arrays (or numbers): an array, or a tuple of them when the group
+        has several outputs (graph programs call this, Note [Graph programs] in
+        program.py)."""
         outs = [allocate(self.shape, dtype, order)
                 for dtype, order in zip(self.out_dtypes, self.out_orders, strict=True)]
         if self.numel:
-            arrays = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in values]
-            self._launch(outs + arrays)
-        if len(outs) == 1:
-            return Tensor._make(outs[0])
-        return tuple(Tensor._make(out) for out in outs)
+            self._launch(outs + [np.asarray(v) for v in values])
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _launch(self, arrays: list[np.ndarray]) -> None:
         if self.numel < PARALLEL_THRESHOLD or self._threads < 2:

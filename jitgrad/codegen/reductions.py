@@ -766,7 +766,16 @@ class ReductionKernel:
         return np.array([float(self._count), *extra], dtype=np.float64)
 
     def __call__(self, *values: Any) -> Any:
-        inputs = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in values]
+        """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
+        results = self.run(*(v._data if isinstance(v, Tensor) else v for v in values))
+        if isinstance(results, tuple):
+            return tuple(Tensor._make(r) for r in results)
+        return Tensor._make(results)
+
+    def run(self, *values: Any) -> Any:
+        """The kernel on arrays (or numbers): an array, or a tuple of them (graph
+        programs call this, Note [Graph programs] in program.py)."""
+        inputs = [np.asarray(v) for v in values]
         outs = [allocate(shape, dtype, order) for shape, dtype, order in self._out_specs]
         arrays = [outs[i] if is_out else inputs[i] for is_out, i in self._slots]
         extra = [np.ascontiguousarray(inputs[i]).reshape(-1) for i in self._tables]
@@ -776,16 +785,15 @@ class ReductionKernel:
             self._launch(arrays, extra)
         if self.spec.kind == "cross_entropy":
             return self._cross_entropy_result(outs[0], extra[-2], extra[-1])
-        results = [Tensor._make(out) for out in outs]
-        return results[0] if len(results) == 1 else tuple(results)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _cross_entropy_result(self, rows: np.ndarray, total: np.ndarray,
-                              bad: np.ndarray) -> Tensor:
+                              bad: np.ndarray) -> np.ndarray:
         if bad[0]:
             raise IndexError(f"Target {int(bad[1])} is out of bounds.")
         if self._source.reduction.kwargs["reduction"] == "none":
-            return Tensor._make(rows)
-        return Tensor._make(total.reshape(()))
+            return rows
+        return total.reshape(())
 
     def _launch(self, arrays: list[np.ndarray], extra: list[np.ndarray]) -> None:
         key = tuple((a.shape, a.strides) for a in arrays)

@@ -570,7 +570,8 @@ class _CodeWriter:
             if node.target is operator.getitem and len(args) == 2 and not node.kwargs:
                 call = f"{self._leaf(args[0])}[{_render(args[1], self._leaf)}]"
             else:
-                call = f"{self._callee(node.target)}({_render_call(args, node.kwargs, self._leaf)})"
+                call = f"{self._callee(node.target, node.meta.get('callee'))}(" \
+                       f"{_render_call(args, node.kwargs, self._leaf)})"
             line = f"{node.name} = {call}" if node.users else call
             if node.meta.get("promotion") and node.users:
                 line += f"; {self._global(share_version, 'share_version')}" \
@@ -591,7 +592,9 @@ class _CodeWriter:
         return f"{self._global(bump_version, 'bump_version')}({node.name}, " \
                f"{storage.bumps - version})"
 
-    def _callee(self, target: Any) -> str:
+    def _callee(self, target: Any, name: str | None = None) -> str:
+        """The generated code's name for a call target; `name` (a node's
+        `meta["callee"]`) names a callable whose own name says less (a kernel's `run`)."""
         if isinstance(target, OpDef):
             name = target.name
             counter = 0
@@ -600,7 +603,7 @@ class _CodeWriter:
                 name = f"{target.name}_{counter}"
             self.ops[name] = target
             return f"ops.{name}"
-        return self._global(target, target_name(target))
+        return self._global(target, name or target_name(target))
 
     def _leaf(self, value: Any) -> str:
         if isinstance(value, Node):

@@ -179,7 +179,13 @@ def test_output_code_log_shows_kernel_header_and_wrapper(caplog):
     assert "# jitgrad kernel fused_0 over [2, 3] reducing dims (0,) (sum): 3 fused node(s)" \
         in text
     assert "test_backend.py:" in text
-    assert "def forward(a):" in text and "sum = fused_0(a)" in text
+    # the program of the graph (Note [Graph programs]), exactly: arrays in, the kernel, a
+    # Tensor out
+    assert "def forward(a):\n" \
+           "    a_data = tensor_data(a)\n" \
+           "    sum = fused_0(a_data); del a_data  # test_backend.py:174\n" \
+           "    sum_out = tensor_of(sum); del sum  # test_backend.py:174\n" \
+           "    return (sum_out,)\n" in text
 
 
 def _long_chain(x):

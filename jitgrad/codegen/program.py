@@ -1,0 +1,141 @@
+"""The program of a compiled graph: its kernels and externs on raw ndarrays.
+
+Note [Graph programs]: a compiled graph runs as one generated Python function over numpy
+arrays. Its inputs are unwrapped once (`tensor_data`: a Tensor's array, a number as
+is), each fusion group is one call of its kernel (`Kernel.run`: arrays in, freshly
+allocated arrays out), every other op node calls its OpDef's numpy forward directly with
+the node's parameters (`OpDef.forward`, what eager's `apply_op` runs), and only the
+results are wrapped into Tensors (`tensor_of`). So nothing inside constructs a Tensor,
+dispatches through an OpDef or records autograd history: these programs run under
+no_grad, or as the forward and backward graphs of a CompiledRegion, whose one autograd
+node the region records itself (Note [Joint graphs] in autograd.py). A returned input or
+constant is the caller's Tensor object itself, as the captured graph returns it.
+
+The program is a Graph of array-level calls rendered by GraphModule, so it reads like
+the captured graph (one line per node, the user's file:line beside it, each value freed
+after its last use) and an error inside maps to the user's line (Note [Errors at the
+user's line]). Three other kinds of node keep their meaning: `operator.getitem` picks
+one output of a multi-output node, `set_grad_mode` switches grad mode, and a function
+the user allowed in the graph (`allow_in_graph`) is called on Tensors made from the
+arrays.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgrad.codegen.fusion import FusionGroup
+from jitgrad.eager.grad_mode import set_grad_mode
+from jitgrad.eager.ops.registry import OpDef
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace.graph import Graph, Node, map_arg
+
+
+def tensor_data(value: Any) -> Any:
+    """A program input as the program computes with it: a Tensor's array, else the value."""
+    return value._data if isinstance(value, Tensor) else value
+
+
+def tensor_of(value: Any) -> Any:
+    """A program result as the caller gets it: an array (or numpy scalar) as a Tensor."""
+    return Tensor._make(value) if isinstance(value, (np.ndarray, np.generic)) else value
+
+
+class _OnTensors:
+    """A user function allowed in the graph, called on Tensors made from arrays; its
+    Tensor result comes back as an array."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "allowed_function")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.fn(*map_arg(args, tensor_of), **map_arg(kwargs, tensor_of))
+        return tensor_data(result)
+
+
+def build_program_graph(graph: Graph, groups: list[FusionGroup],
+                        kernels: list[Any]) -> Graph:
+    """The array-level program of `graph` (Note [Graph programs]): each group is one call
+    of its kernel at its last member; members that are not materialized disappear."""
+    program = Graph()
+    arrays: dict[Node, Any] = {}  # node of `graph` -> the program's node of its array
+    tensors: dict[Node, Node] = {}  # placeholders and constants: the caller's Tensor
+    group_at = {group.nodes[-1]: (group, kernel)
+                for group, kernel in zip(groups, kernels, strict=True)}
+    members = {node for group in groups for node in group.nodes}
+
+    def array_of(node: Node) -> Any:
+        if node not in arrays:  # an input or constant, unwrapped where first read
+            arrays[node] = program.call_function(tensor_data, (tensors[node],),
+                                                 name=f"{node.name}_data")
+        return arrays[node]
+
+    def array_args(value: Any) -> Any:
+        return map_arg(value, array_of)
+
+    def result(node: Node) -> Node:
+        if node in tensors:
+            return tensors[node]
+        return _copy_meta(node, program.call_function(tensor_of, (arrays[node],),
+                                                      name=f"{node.name}_out"))
+
+    for node in graph.nodes:
+        if node in group_at:
+            group, kernel = group_at[node]
+            _emit_kernel_call(program, group, kernel, [array_of(n) for n in group.inputs],
+                              arrays)
+        elif node in members:
+            continue
+        elif node.op == "placeholder":
+            tensors[node] = _copy_meta(node, program.placeholder(node.target,
+                                                                 node.meta.get("val")))
+        elif node.op == "get_attr":
+            tensors[node] = _copy_meta(node, program.get_attr(node.target,
+                                                              graph.attrs[node.target]))
+        elif node.op == "output":
+            program.output(map_arg(node.args, result))
+        else:
+            target, callee = _array_target(node.target)
+            call = program.call_function(target, array_args(node.args),
+                                         array_args(node.kwargs), name=node.name)
+            if callee is not None:
+                call.meta["callee"] = callee
+            arrays[node] = _copy_meta(node, call)
+    return program
+
+
+def _array_target(target: Any) -> tuple[Callable[..., Any], str | None]:
+    """What the program calls for a node's target, and the name it calls it by."""
+    if isinstance(target, OpDef):
+        return target.forward, target.name
+    if target is operator.getitem or target is set_grad_mode:
+        return target, None
+    return _OnTensors(target), None
+
+
+def _emit_kernel_call(program: Graph, group: FusionGroup, kernel: Any, inputs: list[Any],
+                      arrays: dict[Node, Any]) -> None:
+    args = tuple(inputs)
+    if len(group.outputs) == 1:
+        output = group.outputs[0]
+        call = program.call_function(kernel.run, args, name=output.name)
+        call.meta["callee"] = kernel.name
+        arrays[output] = _copy_meta(output, call)
+        return
+    call = program.call_function(kernel.run, args, name=group.name)
+    call.meta["callee"] = kernel.name
+    for index, output in enumerate(group.outputs):
+        arrays[output] = _copy_meta(output, program.call_function(
+            operator.getitem, (call, index), name=output.name))
+
+
+def _copy_meta(source: Node, copy: Node) -> Node:
+    for key in ("val", "source"):
+        if key in source.meta:
+            copy.meta[key] = source.meta[key]
+    return copy
