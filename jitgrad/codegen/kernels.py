@@ -84,11 +84,15 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
     # zero strides would otherwise fail the dense check and leave the loop scalar
     scalars = {f"in{k}" for k, node in enumerate(group.inputs)
                if getattr(node.meta.get("val"), "shape", None) == ()}
+    # inputs broadcast along the last dim (a row's max or sum, `x - x.amax(-1, True)`) are
+    # loaded once per row in the dense branch, which they would fail too
+    rows = {f"in{k}" for k, node in enumerate(group.inputs)
+            if f"in{k}" not in scalars and _broadcasts_last_dim(node, group.shape)}
     for name, outer, extra in (("kernel", "range", ""), ("kernel_parallel", "prange",
                                                          ", parallel=True")):
         lines += ["", f"@njit(**OPTIONS{extra})",
                   f"def {name}(sizes, strides, offsets, {', '.join(operands)}):"]
-        lines += _loop_nest(rank, len(operands), operands, body, outer, scalars)
+        lines += _loop_nest(rank, len(operands), operands, body, outer, scalars, rows)
         lines.append("")
     return "\n".join(header) + "\n", "\n".join(lines)
 
@@ -128,15 +132,23 @@ def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> l
     return lines
 
 
+def _broadcasts_last_dim(node: Node, shape: tuple[int, ...]) -> bool:
+    """Whether the value of `node` is broadcast along the last dim of a group of `shape`."""
+    val_shape = getattr(node.meta.get("val"), "shape", None)
+    return bool(val_shape) and bool(shape) and shape[-1] != 1 and val_shape[-1] == 1
+
+
 def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
-               outer: str, scalars: set[str]) -> list[str]:
+               outer: str, scalars: set[str], rows: set[str]) -> list[str]:
+    """The loops of a pointwise kernel (Note [Kernel layout]): `scalars` are loaded once,
+    `rows` (stride 0 along the inner dim at this launch) once per row of the dense branch."""
     lines = [f"    n{d} = sizes[{d}]" for d in range(rank)]
     lines += [f"    s{k}_{d} = strides[{k}, {d}]" for k in range(count) for d in range(rank)]
     lines += [f"    c_{op} = {op}[offsets[{k}]]" for k, op in enumerate(operands)
               if op in scalars]
     inner = rank - 1
-    dense = " and ".join([f"s{k}_{inner} == 1" for k, op in enumerate(operands)
-                          if op not in scalars] or ["True"])
+    dense = " and ".join([f"s{k}_{inner} == {0 if op in rows else 1}"
+                          for k, op in enumerate(operands) if op not in scalars] or ["True"])
     lines.append(f"    dense = {dense}")
     indent = "    "
     previous = [f"offsets[{k}]" for k in range(count)]
@@ -151,10 +163,12 @@ def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
     # numba's negative-index wraparound folds away and the loads stay consecutive (LLVM
     # vectorizes them); `flat[base + j]` keeps a select per element (measured 2x slower)
     lines.append(f"{indent}if dense:")
-    lines += [f"{indent}    r_{op} = {op}[{previous[k]}:{previous[k]} + n{inner}]"
+    lines += [f"{indent}    r_{op} = {op}[{previous[k]}]" if op in rows else
+              f"{indent}    r_{op} = {op}[{previous[k]}:{previous[k]} + n{inner}]"
               for k, op in enumerate(operands) if op not in scalars]
     lines.append(f"{indent}    for j in range(n{inner}):")
-    elements = {op: f"c_{op}" if op in scalars else f"r_{op}[j]" for op in operands}
+    elements = {op: f"c_{op}" if op in scalars else f"r_{op}" if op in rows else f"r_{op}[j]"
+                for op in operands}
     lines += [f"{indent}        {line.format(**elements)}" for line in body]
     lines.append(f"{indent}else:")
     lines.append(f"{indent}    for j in range(n{inner}):")

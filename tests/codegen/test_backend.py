@@ -306,3 +306,32 @@ def test_show_holds_guards_graphs_fusion_groups_kernels_and_wrappers(requires_gr
     if requires_grad:
         assert f"# forward graph:\n{region.joint.forward}\n" in text
         assert f"# backward graph:\n{region.joint.backward}\n" in text
+
+
+def row_broadcasts(x, row, col):
+    return (x - row).exp() / (x * 0.5 + row).abs().sqrt() + col, x * row
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_operands_broadcast_along_rows_take_the_dense_branch_and_match_eager(layout):
+    rng = np.random.default_rng(4)
+    data = rng.normal(size=(6, 40)).astype(np.float32)
+    x = {"contiguous": jg.tensor(data), "transposed": jg.tensor(data.T.copy()).t(),
+         "sliced": jg.tensor(np.repeat(data, 2, axis=1))[:, ::2]}[layout]
+    row = jg.tensor(rng.normal(size=(6, 1)).astype(np.float32))  # one value per row
+    col = jg.tensor(rng.normal(size=(40,)).astype(np.float32))
+    fn, produced = compile_numba(row_broadcasts)
+    for got, want in zip(fn(x, row, col), row_broadcasts(x, row, col), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-6)
+    kernel = produced[0].kernels[0]  # out0, in0 = x, in1 = row (stride 0 along rows), in2
+    assert "dense = s0_1 == 1 and s1_1 == 1 and s2_1 == 0 and s3_1 == 1" in kernel.source
+    serial = uncached_module(kernel)["kernel"]
+    out = np.empty((2, 64), np.float32)
+    values = np.linspace(0.5, 3, 128, dtype=np.float32).reshape(2, 64)
+    rows, cols = np.array([0.25, 2.0], np.float32), np.linspace(-1, 1, 64, dtype=np.float32)
+    strides = np.array([[64, 1], [64, 1], [1, 0], [0, 1]], dtype=np.int64)
+    serial(np.array([2, 64]), strides, np.zeros(4, np.int64), out.reshape(-1), values.reshape(-1),
+           rows, cols)
+    expected = row_broadcasts(jg.tensor(values), jg.tensor(rows[:, None]), jg.tensor(cols))[0]
+    np.testing.assert_allclose(out, expected.numpy(), rtol=2e-6, atol=1e-6)
+    assert_vectorized(optimized_ir(serial), "float", ("load", "store"))
