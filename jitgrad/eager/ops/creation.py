@@ -403,7 +403,9 @@ def _to_dtype_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 
 TO_DTYPE = register("to_dtype", lambda x, np_dtype: x.astype(np_dtype), _to_dtype_backward,
-                    source="identity on values; the engine casts the gradient back")
+                    source="identity on values; the engine casts the gradient back",
+                    scalar=lambda s, x, np_dtype: (x != 0) if np.dtype(np_dtype).kind == "b"
+                    else x, scalar_kinds="biuf")  # a kernel casts its value to the output
 
 
 def to_dtype(input: Tensor, dtype: Any, copy: bool = False) -> Tensor:

@@ -119,7 +119,8 @@ EXPAND = register("expand", _expand_forward, _expand_backward, source="sum over 
 CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
 # the stop-gradient of `Tensor.detach()` / `.data` in compiled graphs: the same values, no
 # derivative (eager's detach makes a Tensor without history and needs no op)
-DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative")
+DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative",
+                  scalar=lambda s, x: x, scalar_kinds="biuf")  # the value unchanged
 
 
 def _with_history_backward(xp: Any, ctx: Any, g: Any) -> tuple:
