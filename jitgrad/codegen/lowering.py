@@ -1,5 +1,10 @@
 """Scalar lowerings of pointwise ops: per OpDef, the expression one element computes.
 
+Every lowering comes from the op's declared scalar form (`OpDef.scalar`, Note [Declaring an
+op once] in jitgrad/eager/ops/declare.py): `scalar_lowering` evaluates the form with a
+`ScalarNamespace` over `Scalar` operands, which write source text instead of computing.
+There is no table of lowerings written here, and no switch over op names.
+
 `LOWERINGS[op](e, args, **params)` returns Python source for one element of `op`'s
 output, given its operands as source text (`args`: local names inside the kernel loop,
 or literals for Python numbers; None for absent optional operands such as clamp's
@@ -12,10 +17,11 @@ node's value to the node's output dtype, so a lowering need not. A lowering retu
 when it cannot lower this particular call (e.g. pow on integers); the node then runs as
 an extern.
 
-NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see `_maximum`), and
-kernels compile without fast-math flags (Note [No fast-math in pointwise code] in kernels.py).
-Sources of the formulas: the eager forwards in jitgrad/eager/ops (pointwise.py,
-activation.py, comparison.py), which these mirror expression by expression.
+NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see
+`ScalarNamespace.maximum`), and kernels compile without fast-math flags (Note [No
+fast-math in pointwise code] in kernels.py). Each scalar form mirrors its op's eager
+forward expression by expression; tests/codegen/test_dtypes.py checks every lowered op
+against eager in every kernel dtype at edge values.
 """
 
 from __future__ import annotations

@@ -29,9 +29,15 @@ and everything else is generated from it:
   uses its vectorizable math library where it has f, else a libm call); `s.is_float`
   says whether the compute dtype is floating. The form is offered only for compute dtypes
   whose kind is in `scalar_kinds` ("f": floats; "biuf": any), and may return None to
-  decline a call (it then runs as an extern). tests/codegen/test_declared_ops.py compiles
-  every declared form and compares it with the forward at edge values (±0, ±inf, NaN,
-  subnormals, huge).
+  decline a call (it then runs as an extern). tests/codegen/test_dtypes.py compiles every
+  scalar form and compares it with the forward at edge values (±0, ±inf, NaN, subnormals,
+  huge) in every kernel dtype (its coverage test fails for a form without a case).
+- the op's backward in compiled code: the compiler traces the same backward formula
+  against graph values, so its nodes fuse like any others.
+
+A function declared outside jitgrad is traced as an op too (`is_declared`), so a user's
+own op is one declaration as well (tests/codegen/test_declared_ops.py). Declare at import
+time: FakeTensor's functionalized in-place methods are made when jitgrad.trace loads.
 
 Aliases also need their module-level binding (`absolute = abs`), which
 tests/eager/test_declare.py checks. Ops whose entry point is not a plain unary function
@@ -60,6 +66,7 @@ SCALAR_FUNCTIONS = frozenset({
     "acosh", "atanh", "asin", "acos", "atan"})
 
 REQUIRED = inspect.Parameter.empty  # a parameter without a default (`params={"value": REQUIRED}`)
+DECLARED: dict[str, Callable[..., Tensor]] = {}  # op name -> its public function
 METHODS: dict[str, Callable[..., Any]] = {}  # Tensor methods of declared ops, in-place too
 _EXPORTED: dict[str, list[str]] = {}  # module name -> its declared public names
 
@@ -81,6 +88,8 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
     function.__module__ = sys._getframe(1).f_globals["__name__"]  # as namedtuple does
     function.__doc__ = doc
     function.op = op  # type: ignore[attr-defined]
+    function.aliases = aliases  # type: ignore[attr-defined]
+    DECLARED[name] = function
     if export:
         _EXPORTED.setdefault(function.__module__, []).extend((name, *aliases))
     for method_name in (name, *aliases):
@@ -89,6 +98,12 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
         if inplace:
             _add_method(f"{method_name}_", inplace_method(function))
     return function
+
+
+def is_declared(fn: Any) -> bool:
+    """Whether `fn` is the public function of a declared op (the tracer runs it on fakes,
+    wherever it was declared)."""
+    return DECLARED.get(getattr(fn, "__name__", None)) is fn
 
 
 def exported(module: str) -> list[str]:
@@ -108,8 +123,11 @@ def inplace_method(function: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 
 def _add_method(name: str, fn: Callable[..., Any]) -> None:
+    """A Tensor method from a declaration (also listed in METHODS, which tensor_methods.py
+    checks against the other op modules' methods)."""
     assert name not in METHODS, f"Tensor.{name} is declared twice"
     METHODS[name] = fn
+    setattr(Tensor, name, fn)
 
 
 def _dtype_guard(to_float: bool, require_float: str | None,
