@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from jitgrad.codegen.mathlib import FUNCTIONS
-from jitgrad.eager.ops.declare import SCALAR_FUNCTIONS
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.trace.graph import Node
 
@@ -41,10 +40,12 @@ from jitgrad.trace.graph import Node
 KERNEL_DTYPES = frozenset(np.dtype(n) for n in (
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"))
 
-# math-module functions numba compiles for float32 and float64 scalars
-MATH_FUNCTIONS = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin",
-                            "cos", "tan", "tanh", "erf", "erfc", "sinh", "cosh", "asinh",
-                            "acosh", "atanh", "asin", "acos", "atan"})
+# math-module functions numba compiles for float32 and float64 scalars (numba's documented
+# list of supported `math` functions, the float-valued ones)
+MATH_FUNCTIONS = frozenset({
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "copysign", "cos", "cosh",
+    "erf", "erfc", "exp", "expm1", "fabs", "gamma", "hypot", "lgamma", "log", "log10",
+    "log1p", "log2", "pow", "sin", "sinh", "sqrt", "tan", "tanh"})
 # numpy functions numba compiles for scalars, written `np.<name>(x)`
 ROUNDING_FUNCTIONS = frozenset({"floor", "ceil", "trunc"})
 # integer exponents x**c expands to products (mathlib's pow is for other float exponents)
@@ -89,8 +90,13 @@ class Emitter:
         if function is not None:
             cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
             return f"mathlib.{function.__name__}({cast})"
-        assert name in MATH_FUNCTIONS, f"no kernel math function {name} for {self.dtype}"
+        if name not in MATH_FUNCTIONS:
+            raise NotLowerableError(f"no kernel math function {name} for {self.dtype}")
         return f"math.{name}({', '.join(args)})"
+
+
+class NotLowerableError(Exception):
+    """A scalar form calls a function kernels do not have: the op runs as an extern."""
 
 
 Lowering = Callable[..., "str | None"]
@@ -219,7 +225,6 @@ class ScalarNamespace:
     def __getattr__(self, name: str) -> Callable[..., Scalar]:
         if name in ROUNDING_FUNCTIONS:
             return lambda x: Scalar(f"np.{name}({x.text})", self.emitter)
-        assert name in SCALAR_FUNCTIONS, f"{name} is not in the scalar vocabulary"
         return lambda *args: Scalar(self.emitter.call(name, *(self._wrap(a).text for a in args)),
                                     self.emitter)
 
@@ -233,7 +238,10 @@ def scalar_lowering(op: OpDef) -> Lowering:
         if e.dtype.kind not in kinds:
             return None
         s = ScalarNamespace(e)
-        out = form(s, *(None if a is None else Scalar(a, e) for a in args), **params)
+        try:
+            out = form(s, *(None if a is None else Scalar(a, e) for a in args), **params)
+        except NotLowerableError:
+            return None
         return None if out is None else s._wrap(out).text
     return lowering
 

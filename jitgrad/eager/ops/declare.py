@@ -25,9 +25,11 @@ and everything else is generated from it:
   imports codegen, tests/test_layering.py): operands support `+ - * /`, unary `-`, the
   comparisons and `&`, `|` on comparisons; Python numbers mix in as literals of the
   compute dtype; `s.where(c, a, b)` selects, `s.maximum` / `s.minimum` propagate NaN as
-  numpy's, `s.abs`, `s.pow(x, c)`, and `s.<f>(x)` for f in `SCALAR_FUNCTIONS` (codegen
-  uses its vectorizable math library where it has f, else a libm call); `s.is_float`
-  says whether the compute dtype is floating. The form is offered only for compute dtypes
+  numpy's, `s.abs`, `s.pow(x, c)`, `s.floor` / `s.ceil` / `s.trunc`, `s.sigmoid`,
+  `s.rsqrt`, and `s.<f>(...)` for any function f of Python's `math` module (codegen uses
+  its vectorizable math library where it has f, else the libm call numba makes; a
+  function numba lacks makes the form decline); `s.is_float` says whether the compute
+  dtype is floating. The form is offered only for compute dtypes
   whose kind is in `scalar_kinds` ("f": floats; "biuf": any), and may return None to
   decline a call (it then runs as an extern). tests/codegen/test_dtypes.py compiles every
   scalar form and compares it with the forward at edge values (±0, ±inf, NaN, subnormals,
@@ -58,12 +60,6 @@ from jitgrad.eager.ops._binary import not_implemented_for, unary
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.registry import OpDef, register
 from jitgrad.eager.tensor import Tensor
-
-# math functions a scalar form may call as `s.<name>(x)` (see the Note above)
-SCALAR_FUNCTIONS = frozenset({
-    "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan",
-    "tanh", "erf", "erfc", "sigmoid", "floor", "ceil", "trunc", "sinh", "cosh", "asinh",
-    "acosh", "atanh", "asin", "acos", "atan"})
 
 REQUIRED = inspect.Parameter.empty  # a parameter without a default (`params={"value": REQUIRED}`)
 DECLARED: dict[str, Callable[..., Tensor]] = {}  # op name -> its public function
