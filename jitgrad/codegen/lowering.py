@@ -85,14 +85,18 @@ class Emitter:
     def call(self, name: str, *args: str) -> str:
         """`name(*args)` in the compute dtype: mathlib's function `FUNCTIONS[(name, dtype)]`
         (arguments cast to the dtype, so a mixed-dtype operand does not make numba compile
-        another specialization), else `math.<name>` (see MATH_FUNCTIONS)."""
+        another specialization), else `math.<name>` (see MATH_FUNCTIONS).
+
+        Raises NotLowerableError for a function kernels lack (the form then declines)."""
         function = FUNCTIONS.get((name, self.dtype))
+        cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
         if function is not None:
-            cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
             return f"mathlib.{function.__name__}({cast})"
         if name not in MATH_FUNCTIONS:
             raise NotLowerableError(f"no kernel math function {name} for {self.dtype}")
-        return f"math.{name}({', '.join(args)})"
+        # cast as well: numba would compute bool or integer operands in float64, not in the
+        # compute dtype eager's numpy casts them to
+        return f"math.{name}({cast})"
 
 
 class NotLowerableError(Exception):

@@ -60,6 +60,10 @@ BINARY = {
     "where": lambda a, b: jg.where(a > 1, a, b),
     "masked_fill": lambda a, b: a.masked_fill(b > 1, 3),
     "clamp": lambda a, b: jg.clamp(a, min=b),
+    "fmax": jg.fmax,
+    "fmin": jg.fmin,
+    "copysign": jg.copysign,
+    "hypot": jg.hypot,
 }
 SCALARS = [3, 2.5, True, -200]  # -200: outside int8 (eager: OverflowError or exact compare)
 EXACT_UNARY = {

@@ -338,9 +338,11 @@ def _nextafter_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 
 COPYSIGN = register("copysign", np.copysign, _copysign_backward, inputs=AB, saves=("a", "out"),
-                    source="d copysign(a, b)/da = copysign(a, b)/a (0 at a == 0); 0 for b")
+                    source="d copysign(a, b)/da = copysign(a, b)/a (0 at a == 0); 0 for b",
+                    scalar=lambda s, a, b: s.copysign(a, b))
 HYPOT = register("hypot", np.hypot, _hypot_backward, inputs=AB, saves=("a", "b", "out"),
-                 source="d sqrt(a^2 + b^2) = (a da + b db) / hypot")
+                 source="d sqrt(a^2 + b^2) = (a da + b db) / hypot",
+                 scalar=lambda s, a, b: s.hypot(a, b))
 LOGADDEXP = register("logaddexp", np.logaddexp, _logaddexp_backward, inputs=AB, saves=AB,
                      source="d log(e^a + e^b)/da = 1/(1 + e^(b - a))")
 LOGADDEXP2 = register("logaddexp2", np.logaddexp2, _logaddexp2_backward, inputs=AB, saves=AB,
@@ -355,9 +357,11 @@ def _xlogy_forward(a: Any, b: Any) -> np.ndarray:
 XLOGY = register("xlogy", _xlogy_forward, _xlogy_backward, inputs=AB, saves=AB,
                  source="d a log b = log b da + a/b db; 0 where a == 0 and b <= 0")
 FMAX = register("fmax", np.fmax, _fmax_backward, inputs=AB, saves=AB,
-                source="g to the larger operand (input on ties), NaN operands ignored")
+                source="g to the larger operand (input on ties), NaN operands ignored",
+                scalar=lambda s, a, b: s.where((a >= b) | (b != b), a, b), scalar_kinds="biuf")
 FMIN = register("fmin", np.fmin, _fmin_backward, inputs=AB, saves=AB,
-                source="g to the smaller operand (input on ties), NaN operands ignored")
+                source="g to the smaller operand (input on ties), NaN operands ignored",
+                scalar=lambda s, a, b: s.where((a <= b) | (b != b), a, b), scalar_kinds="biuf")
 def _heaviside_forward(input: np.ndarray, values: np.ndarray) -> np.ndarray:
     # numpy's heaviside has float loops only; PyTorch keeps the (shared) input dtype
     return np.asarray(np.heaviside(input, values)).astype(input.dtype, copy=False)
