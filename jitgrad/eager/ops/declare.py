@@ -13,9 +13,10 @@ and everything else is generated from it:
   inferred from the forward as for every op) with its scalar form attached;
 - the public function `exp(input)`: its dtype policy (`to_float`: integers compute in
   the default float dtype; `require_float` / `refuse_bool`: PyTorch's NotImplementedError
-  naming the kernel), an optional `check(input, **params)` for other argument errors, the
-  op's parameters with their defaults (`params`, in order, `REQUIRED` for none; they may
-  be passed by position or keyword), and its docstring; its `__module__` is the declaring module's;
+  naming the kernel), an optional `check(input, **params)` for other argument errors (it
+  may return normalized params), the op's parameters with their defaults (`params`, in
+  order, `REQUIRED` for none; passed by position or keyword, bound as Python binds them),
+  and its docstring; its `__module__` is the declaring module's;
 - `Tensor.exp` (`method=True`), `Tensor.exp_` (`inplace=True`, through
   `apply_inplace`), and the same for each name in `aliases` (`absolute` for `abs`);
 - the module's share of `__all__` (`exported(__name__)`: the name and its aliases, unless
@@ -29,9 +30,9 @@ and everything else is generated from it:
   `s.rsqrt`, and `s.<f>(...)` for any function f of Python's `math` module (codegen uses
   its vectorizable math library where it has f, else the libm call numba makes; a
   function numba lacks makes the form decline); `s.is_float` says whether the compute
-  dtype is floating. The form is offered only for compute dtypes
-  whose kind is in `scalar_kinds` ("f": floats; "biuf": any), and may return None to
-  decline a call (it then runs as an extern). tests/codegen/test_dtypes.py compiles every
+  dtype is floating. The form is offered only for compute dtypes whose kind is in
+  `scalar_kinds` ("f": floats; "biuf": any), and may return None to decline a call (it
+  then runs as an extern). tests/codegen/test_dtypes.py compiles every
   scalar form and compares it with the forward at edge values (±0, ±inf, NaN, subnormals,
   huge) in every kernel dtype (its coverage test fails for a form without a case).
 - the op's backward in compiled code: the compiler traces the same backward formula
@@ -68,12 +69,12 @@ _EXPORTED: dict[str, list[str]] = {}  # module name -> its declared public names
 
 
 def pointwise_op(name: str, forward: Callable, backward: Callable | None = None, *,
-              saves: tuple[str, ...] = (), source: str = "", scalar: Callable | None = None,
-              scalar_kinds: str = "f", params: dict[str, Any] | None = None,
-              to_float: bool = False, require_float: str | None = None,
-              refuse_bool: str | None = None, check: Callable | None = None, doc: str,
-              method: bool = True, inplace: bool = False, aliases: tuple[str, ...] = (),
-              export: bool = True, node_name: str | None = None) -> Callable[..., Tensor]:
+                 saves: tuple[str, ...] = (), source: str = "", scalar: Callable | None = None,
+                 scalar_kinds: str = "f", params: dict[str, Any] | None = None,
+                 to_float: bool = False, require_float: str | None = None,
+                 refuse_bool: str | None = None, check: Callable | None = None, doc: str,
+                 method: bool = True, inplace: bool = False, aliases: tuple[str, ...] = (),
+                 export: bool = True, node_name: str | None = None) -> Callable[..., Tensor]:
     """Declare the unary pointwise op `name` (Note [Declaring an op once]); returns its
     public function, whose `.op` is the OpDef."""
     op = register(name, forward, backward, inputs=("x",), saves=saves, source=source,
