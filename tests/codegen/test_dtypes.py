@@ -83,6 +83,7 @@ EXACT_UNARY = {
     "to_dtype": lambda x: (x.to(jg.bool), x.to(jg.int8), x.to(jg.float32), x.double()),
     "pow": lambda x: (x ** 2, x ** 0.5),
     "frac": jg.frac,
+    "scale": lambda x: (jg.deg2rad(x), jg.rad2deg(x)),
     "threshold": lambda x: F.threshold(x, 0.5, -2.0),
     "hardsigmoid": F.hardsigmoid,
     "hardswish": F.hardswish,

@@ -204,7 +204,8 @@ logit = pointwise_op(
     params={"eps": None}, check=lambda x, eps: {"eps": None if eps is None else float(eps)},
     doc="log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps] (gradient 0 there).")
 SCALE = register("scale", lambda x, scale: x * x.dtype.type(scale), _scale_backward,
-                 inputs=X, source="linear: d(c x) = c dx")
+                 inputs=X, source="linear: d(c x) = c dx",
+                 scalar=lambda s, x, scale: x * scale)
 signbit = pointwise_op(
     "signbit", np.signbit, source="no derivative",
     doc="Whether the sign bit is set (True for -0.0 and negative values); bool, no gradient.")
