@@ -24,6 +24,7 @@ from jitgrad.eager.ops._binary import binary
 from jitgrad.eager.ops.comparison import MINIMUM, where
 from jitgrad.eager.ops.declare import REQUIRED, exported, pointwise_op
 from jitgrad.eager.ops.pointwise import erf, exp, log1p, not_implemented_for, relu, tanh
+from jitgrad.eager.ops.registry import ANY_KIND
 from jitgrad.eager.tensor import Tensor
 
 X = ("x",)
@@ -110,7 +111,6 @@ def _refuse_bool_threshold(input: Tensor, threshold: Any, value: Any) -> None:
 
 # ----- ops with their own backward (Note [Declaring an op once] in declare.py) ----------
 
-ANY = "biuf"  # scalar forms that lower in every kernel dtype
 
 sigmoid = pointwise_op(
     "sigmoid", _sigmoid_forward, _sigmoid_backward, saves=("out",), source="s' = s (1 - s)",
@@ -134,7 +134,7 @@ hardtanh = pointwise_op(
     source="1 strictly inside (min_val, max_val), 0 at and beyond the bounds",
     params={"min_val": -1.0, "max_val": 1.0}, check=_hardtanh_bounds, method=False,
     scalar=lambda s, x, min_val, max_val: s.minimum(s.maximum(x, min_val), max_val),
-    scalar_kinds=ANY,
+    scalar_kinds=ANY_KIND,
     doc="clamp(x, min_val, max_val), but with gradient 0 at the bounds (exclusive).\n\n"
         "Integer tensors stay integer (bounds truncated). Raises ValueError if min_val > "
         "max_val.")
@@ -156,7 +156,7 @@ threshold = pointwise_op(
     "threshold", lambda x, threshold, value: np.where(
         x > threshold, x, np.asarray(value).astype(x.dtype)), _threshold_backward, saves=X,
     source="g where x > threshold, else 0", params={"threshold": REQUIRED, "value": REQUIRED},
-    check=_refuse_bool_threshold, method=False, scalar_kinds=ANY,
+    check=_refuse_bool_threshold, method=False, scalar_kinds=ANY_KIND,
     scalar=lambda s, x, threshold, value: s.where(x > threshold, x, value),
     doc="x where x > threshold, else `value` (cast to x's dtype); gradient g where x > "
         "threshold.\n\nRaises NotImplementedError for bool tensors.")

@@ -26,7 +26,7 @@ from jitgrad.eager.ops.pointwise import (
     not_implemented_for,
     require_tensor,
 )
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
 
 AB = ("a", "b")
@@ -34,14 +34,13 @@ X = ("x",)
 
 # ----- comparisons ------------------------------------------------------------------
 
-ANY = "biuf"  # scalar forms that lower in every kernel dtype
-EQ = register("eq", np.equal, inputs=AB, scalar=lambda s, a, b: a == b, scalar_kinds=ANY)
-NE = register("ne", np.not_equal, inputs=AB, scalar=lambda s, a, b: a != b, scalar_kinds=ANY)
-LT = register("lt", np.less, inputs=AB, scalar=lambda s, a, b: a < b, scalar_kinds=ANY)
-LE = register("le", np.less_equal, inputs=AB, scalar=lambda s, a, b: a <= b, scalar_kinds=ANY)
-GT = register("gt", np.greater, inputs=AB, scalar=lambda s, a, b: a > b, scalar_kinds=ANY)
+EQ = register("eq", np.equal, inputs=AB, scalar=lambda s, a, b: a == b, scalar_kinds=ANY_KIND)
+NE = register("ne", np.not_equal, inputs=AB, scalar=lambda s, a, b: a != b, scalar_kinds=ANY_KIND)
+LT = register("lt", np.less, inputs=AB, scalar=lambda s, a, b: a < b, scalar_kinds=ANY_KIND)
+LE = register("le", np.less_equal, inputs=AB, scalar=lambda s, a, b: a <= b, scalar_kinds=ANY_KIND)
+GT = register("gt", np.greater, inputs=AB, scalar=lambda s, a, b: a > b, scalar_kinds=ANY_KIND)
 GE = register("ge", np.greater_equal, inputs=AB, scalar=lambda s, a, b: a >= b,
-              scalar_kinds=ANY)
+              scalar_kinds=ANY_KIND)
 
 
 def eq(input: Any, other: Any) -> Tensor:
@@ -98,13 +97,13 @@ def _operator(fn: Any) -> Any:
 
 # ----- logical and bitwise ----------------------------------------------------------
 
-LOGICAL_AND = register("logical_and", np.logical_and, inputs=AB, scalar_kinds=ANY,
+LOGICAL_AND = register("logical_and", np.logical_and, inputs=AB, scalar_kinds=ANY_KIND,
                        scalar=lambda s, a, b: (a != 0) & (b != 0))
-LOGICAL_OR = register("logical_or", np.logical_or, inputs=AB, scalar_kinds=ANY,
+LOGICAL_OR = register("logical_or", np.logical_or, inputs=AB, scalar_kinds=ANY_KIND,
                       scalar=lambda s, a, b: (a != 0) | (b != 0))
-LOGICAL_XOR = register("logical_xor", np.logical_xor, inputs=AB, scalar_kinds=ANY,
+LOGICAL_XOR = register("logical_xor", np.logical_xor, inputs=AB, scalar_kinds=ANY_KIND,
                        scalar=lambda s, a, b: (a != 0) != (b != 0))
-LOGICAL_NOT = register("logical_not", np.logical_not, inputs=X, scalar_kinds=ANY,
+LOGICAL_NOT = register("logical_not", np.logical_not, inputs=X, scalar_kinds=ANY_KIND,
                        scalar=lambda s, x: x == 0)
 BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB)
 BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB)
@@ -309,10 +308,10 @@ def _minimum_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 
 MAXIMUM = register("maximum", np.maximum, _maximum_backward, inputs=AB, saves=AB,
                    source="g to the larger input, g/2 each on ties (PyTorch)",
-                   scalar=lambda s, a, b: s.maximum(a, b), scalar_kinds=ANY)
+                   scalar=lambda s, a, b: s.maximum(a, b), scalar_kinds=ANY_KIND)
 MINIMUM = register("minimum", np.minimum, _minimum_backward, inputs=AB, saves=AB,
                    source="g to the smaller input, g/2 each on ties (PyTorch)",
-                   scalar=lambda s, a, b: s.minimum(a, b), scalar_kinds=ANY)
+                   scalar=lambda s, a, b: s.minimum(a, b), scalar_kinds=ANY_KIND)
 
 
 def _require_tensors(name: str, input: Any, other: Any) -> None:
@@ -345,7 +344,7 @@ def _where_backward(xp: Any, ctx: Any, g: Any, condition: Any) -> tuple:
 
 WHERE = register("where", np.where, _where_backward, inputs=("condition", "input", "other"),
                  saves=("condition",), source="g routed to the chosen branch",
-                 scalar=lambda s, condition, a, b: s.where(condition, a, b), scalar_kinds=ANY)
+                 scalar=lambda s, condition, a, b: s.where(condition, a, b), scalar_kinds=ANY_KIND)
 
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
@@ -403,7 +402,8 @@ def _masked_fill_backward(xp: Any, ctx: Any, g: Any, mask: Any) -> tuple:
 MASKED_FILL = register("masked_fill", lambda x, mask, value: np.where(mask, value, x),
                        _masked_fill_backward, inputs=("input", "mask", "value"), saves=("mask",),
                        source="g where not filled; the value gets the filled positions' sum",
-                       scalar=lambda s, x, mask, value: s.where(mask, value, x), scalar_kinds=ANY)
+                       scalar=lambda s, x, mask, value: s.where(mask, value, x),
+                       scalar_kinds=ANY_KIND)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -463,7 +463,7 @@ def _clamp_scalar(s: Any, x: Any, min: Any, max: Any) -> Any:  # noqa: A002
 
 CLAMP = register("clamp", _clamp_forward, _clamp_backward, saves=("input", "min", "max"),
                  source="g where min <= x <= max (inclusive), else to the active bound",
-                 scalar=_clamp_scalar, scalar_kinds=ANY)
+                 scalar=_clamp_scalar, scalar_kinds=ANY_KIND)
 
 
 _WEAK_BOUNDS = (int, float, type(None))  # bounds that cannot change a float tensor's dtype

@@ -31,10 +31,11 @@ and everything else is generated from it:
   its vectorizable math library where it has f, else the libm call numba makes; a
   function numba lacks makes the form decline); `s.is_float` says whether the compute
   dtype is floating. The form is offered only for compute dtypes whose kind is in
-  `scalar_kinds` ("f": floats; "biuf": any), and may return None to decline a call (it
-  then runs as an extern). tests/codegen/test_dtypes.py compiles every
-  scalar form and compares it with the forward at edge values (±0, ±inf, NaN, subnormals,
-  huge) in every kernel dtype (its coverage test fails for a form without a case).
+  `scalar_kinds` ("f": floats; `registry.ANY_KIND`: every kernel dtype), and may return
+  None to decline a call (it then runs as an extern). tests/codegen/test_dtypes.py
+  compiles every scalar form and compares it with the forward at edge values (±0, ±inf,
+  NaN, subnormals, huge) in every kernel dtype (its coverage test fails for a form without
+  a case).
 - the op's backward in compiled code: the compiler traces the same backward formula
   against graph values, so its nodes fuse like any others.
 

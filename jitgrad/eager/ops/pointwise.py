@@ -28,7 +28,7 @@ from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
 )
 from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.declare import exported, pointwise_op
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
 
@@ -61,12 +61,12 @@ def _div_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 
 AB = ("a", "b")
 ADD = register("add", np.add, _add_backward, inputs=AB, source="d(a+b) = da + db",
-               scalar=lambda s, a, b: a + b, scalar_kinds="biuf")
+               scalar=lambda s, a, b: a + b, scalar_kinds=ANY_KIND)
 SUB = register("sub", np.subtract, _sub_backward, inputs=AB, source="d(a-b) = da - db",
-               scalar=lambda s, a, b: a - b, scalar_kinds="biuf")
+               scalar=lambda s, a, b: a - b, scalar_kinds=ANY_KIND)
 MUL = register("mul", np.multiply, _mul_backward, inputs=AB, saves=AB,
                saved_for={"a": "b", "b": "a"}, source="product rule",
-               scalar=lambda s, a, b: a * b, scalar_kinds="biuf")
+               scalar=lambda s, a, b: a * b, scalar_kinds=ANY_KIND)
 DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_for={"a": "b"},
                source="quotient rule", scalar=lambda s, a, b: a / b)
 
@@ -473,7 +473,6 @@ def _nan_to_num_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 
 X = ("x",)
 OUT = ("out",)
-ANY = "biuf"  # scalar forms that lower in every kernel dtype
 
 
 def _refuse_bool_negation(input: Any) -> None:
@@ -490,13 +489,13 @@ def _refuse_bool_relu(input: Any) -> None:
 
 
 neg = pointwise_op("neg", np.negative, _neg_backward, source="d(-x) = -dx",
-                scalar=lambda s, x: -x, scalar_kinds=ANY, check=_refuse_bool_negation,
+                scalar=lambda s, x: -x, scalar_kinds=ANY_KIND, check=_refuse_bool_negation,
                 aliases=("negative",), inplace=True,
                 doc="-input. Raises RuntimeError for bool tensors (as PyTorch, use logical_not).")
 negative = neg
 abs = pointwise_op(  # noqa: A001 - PyTorch's name
     "abs", np.abs, _abs_backward, saves=X, source="|x|' = sign(x), 0 at 0 (PyTorch)",
-    scalar=lambda s, x: s.abs(x), scalar_kinds=ANY, refuse_bool="abs_cpu",
+    scalar=lambda s, x: s.abs(x), scalar_kinds=ANY_KIND, refuse_bool="abs_cpu",
     aliases=("absolute",), inplace=True,
     doc="|input|, keeping the dtype; abs'(0) = 0. Raises NotImplementedError for bool.")
 absolute = abs
@@ -505,18 +504,18 @@ sign = pointwise_op("sign", _sign_forward, _zero_backward, source="piecewise con
                  doc="-1, 0 or 1 with the input's dtype; sign(nan) = 0 (PyTorch). Zero gradient.")
 floor = pointwise_op(
     "floor", _rounding(np.floor), _zero_backward, source="piecewise constant",
-    scalar=lambda s, x: s.floor(x) if s.is_float else x, scalar_kinds=ANY,
+    scalar=lambda s, x: s.floor(x) if s.is_float else x, scalar_kinds=ANY_KIND,
     refuse_bool="floor_vml_cpu", inplace=True,
     doc="Round down; integer tensors are returned as a copy. Zero gradient.\n\n"
         "Raises NotImplementedError for bool (as the other rounding ops, like PyTorch).")
 ceil = pointwise_op(
     "ceil", _rounding(np.ceil), _zero_backward, source="piecewise constant",
-    scalar=lambda s, x: s.ceil(x) if s.is_float else x, scalar_kinds=ANY,
+    scalar=lambda s, x: s.ceil(x) if s.is_float else x, scalar_kinds=ANY_KIND,
     refuse_bool="ceil_vml_cpu", inplace=True,
     doc="Round up; integer tensors are returned as a copy. Zero gradient.")
 trunc = pointwise_op(
     "trunc", _rounding(np.trunc), _zero_backward, source="piecewise constant",
-    scalar=lambda s, x: s.trunc(x) if s.is_float else x, scalar_kinds=ANY,
+    scalar=lambda s, x: s.trunc(x) if s.is_float else x, scalar_kinds=ANY_KIND,
     refuse_bool="trunc_vml_cpu", aliases=("fix",), inplace=True,
     doc="Round toward zero; integer tensors are returned as a copy. Zero gradient.")
 fix = trunc
@@ -581,7 +580,7 @@ erf = _math("erf", _same_dtype(special.erf), _erf_backward, X, "erf'(x) = 2/sqrt
 relu = pointwise_op(
     "relu", lambda x: np.maximum(x, x.dtype.type(0)), _relu_backward, saves=OUT,
     source="relu'(x) = [x > 0]", check=_refuse_bool_relu, inplace=True,
-    scalar=lambda s, x: s.maximum(x, 0), scalar_kinds=ANY,  # NaN stays NaN, relu(-0.0) = 0.0
+    scalar=lambda s, x: s.maximum(x, 0), scalar_kinds=ANY_KIND,  # NaN stays NaN, relu(-0.0) = 0.0
     doc="max(x, 0) elementwise (integer tensors allowed); relu'(0) = 0.\n\n"
         "Activations are in activation.py; relu lives here because nn.functional and the "
         "in-place variants import it from this module.\nRaises RuntimeError for bool tensors "

@@ -26,7 +26,7 @@ from jitgrad.eager.ops._binary import binary, result_dtype, unary
 from jitgrad.eager.ops.declare import exported, pointwise_op
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.pointwise import log_of_scalar, not_implemented_for, require_tensor, sign
-from jitgrad.eager.ops.registry import register
+from jitgrad.eager.ops.registry import ANY_KIND, register
 from jitgrad.eager.ops.sorting import return_type
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
@@ -359,10 +359,10 @@ XLOGY = register("xlogy", _xlogy_forward, _xlogy_backward, inputs=AB, saves=AB,
                  source="d a log b = log b da + a/b db; 0 where a == 0 and b <= 0")
 FMAX = register("fmax", np.fmax, _fmax_backward, inputs=AB, saves=AB,
                 source="g to the larger operand (input on ties), NaN operands ignored",
-                scalar=lambda s, a, b: s.where((a >= b) | (b != b), a, b), scalar_kinds="biuf")
+                scalar=lambda s, a, b: s.where((a >= b) | (b != b), a, b), scalar_kinds=ANY_KIND)
 FMIN = register("fmin", np.fmin, _fmin_backward, inputs=AB, saves=AB,
                 source="g to the smaller operand (input on ties), NaN operands ignored",
-                scalar=lambda s, a, b: s.where((a <= b) | (b != b), a, b), scalar_kinds="biuf")
+                scalar=lambda s, a, b: s.where((a <= b) | (b != b), a, b), scalar_kinds=ANY_KIND)
 def _heaviside_forward(input: np.ndarray, values: np.ndarray) -> np.ndarray:
     # numpy's heaviside has float loops only; PyTorch keeps the (shared) input dtype
     return np.asarray(np.heaviside(input, values)).astype(input.dtype, copy=False)

@@ -45,6 +45,7 @@ from jitgrad.eager.node import ERR_FREED, Node, SavedValues, VersionCounter
 from jitgrad.eager.tensor import Tensor, gradient_edge
 
 _NO_PARAMS: dict[str, Any] = {}
+ANY_KIND = "biuf"  # `scalar_kinds` of a scalar form that lowers in every kernel dtype
 
 OPS: dict[str, OpDef] = {}
 
