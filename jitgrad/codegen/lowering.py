@@ -1,5 +1,10 @@
 """Scalar lowerings of pointwise ops: per OpDef, the expression one element computes.
 
+Every lowering comes from the op's declared scalar form (`OpDef.scalar`, Note [Declaring an
+op once] in jitgrad/eager/ops/declare.py): `scalar_lowering` evaluates the form with a
+`ScalarNamespace` over `Scalar` operands, which write source text instead of computing.
+There is no table of lowerings written here, and no switch over op names.
+
 `LOWERINGS[op](e, args, **params)` returns Python source for one element of `op`'s
 output, given its operands as source text (`args`: local names inside the kernel loop,
 or literals for Python numbers; None for absent optional operands such as clamp's
@@ -12,10 +17,11 @@ node's value to the node's output dtype, so a lowering need not. A lowering retu
 when it cannot lower this particular call (e.g. pow on integers); the node then runs as
 an extern.
 
-NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see `_maximum`), and
-kernels compile without fast-math flags (Note [No fast-math in pointwise code] in kernels.py).
-Sources of the formulas: the eager forwards in jitgrad/eager/ops (pointwise.py,
-activation.py, comparison.py), which these mirror expression by expression.
+NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see
+`ScalarNamespace.maximum`), and kernels compile without fast-math flags (Note [No
+fast-math in pointwise code] in kernels.py). Each scalar form mirrors its op's eager
+forward expression by expression; tests/codegen/test_dtypes.py checks every lowered op
+against eager in every kernel dtype at edge values.
 """
 
 from __future__ import annotations
@@ -34,9 +40,14 @@ from jitgrad.trace.graph import Node
 KERNEL_DTYPES = frozenset(np.dtype(n) for n in (
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"))
 
-# math-module functions numba compiles for float32 and float64 scalars
-MATH_FUNCTIONS = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin",
-                            "cos", "tan", "tanh", "erf"})
+# math-module functions numba compiles for float32 and float64 scalars (numba's documented
+# list of supported `math` functions, the float-valued ones)
+MATH_FUNCTIONS = frozenset({
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "copysign", "cos", "cosh",
+    "erf", "erfc", "exp", "expm1", "fabs", "gamma", "hypot", "lgamma", "log", "log10",
+    "log1p", "log2", "pow", "sin", "sinh", "sqrt", "tan", "tanh"})
+# numpy functions numba compiles for scalars, written `np.<name>(x)`
+ROUNDING_FUNCTIONS = frozenset({"floor", "ceil", "trunc"})
 # integer exponents x**c expands to products (mathlib's pow is for other float exponents)
 PRODUCT_EXPONENTS = frozenset({2, 3, 4})
 
@@ -74,214 +85,183 @@ class Emitter:
     def call(self, name: str, *args: str) -> str:
         """`name(*args)` in the compute dtype: mathlib's function `FUNCTIONS[(name, dtype)]`
         (arguments cast to the dtype, so a mixed-dtype operand does not make numba compile
-        another specialization), else `math.<name>` (see MATH_FUNCTIONS)."""
+        another specialization), else `math.<name>` (see MATH_FUNCTIONS).
+
+        Raises NotLowerableError for a function kernels lack (the form then declines)."""
         function = FUNCTIONS.get((name, self.dtype))
+        cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
         if function is not None:
-            cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
             return f"mathlib.{function.__name__}({cast})"
-        assert name in MATH_FUNCTIONS, f"no kernel math function {name} for {self.dtype}"
-        return f"math.{name}({', '.join(args)})"
+        if name not in MATH_FUNCTIONS:
+            raise NotLowerableError(f"no kernel math function {name} for {self.dtype}")
+        # cast as well: numba would compute bool or integer operands in float64, not in the
+        # compute dtype eager's numpy casts them to
+        return f"math.{name}({cast})"
+
+
+class NotLowerableError(Exception):
+    """A scalar form calls a function kernels do not have: the op runs as an extern."""
 
 
 Lowering = Callable[..., "str | None"]
-LOWERINGS: dict[OpDef, Lowering] = {}
 
 
-def lowers(*names: str) -> Callable[[Lowering], Lowering]:
-    """Register the decorated function as the lowering of the ops `names`."""
-    def decorate(fn: Lowering) -> Lowering:
-        for name in names:
-            LOWERINGS[OPS[name]] = fn
-        return fn
-    return decorate
+class Scalar:
+    """One operand of a scalar form while it is lowered: the source text of its value.
+
+    Operators build the text of the operation, in the order written (kernels do not
+    reassociate, Note [No fast-math in pointwise code] in kernels.py); Python numbers
+    become literals of the compute dtype.
+    """
+
+    __slots__ = ("text", "emitter", "literal")
+    __hash__ = None  # type: ignore[assignment]  (== builds an expression)
+
+    def __init__(self, text: str, emitter: Emitter, literal: bool = False) -> None:
+        self.text = text
+        self.emitter = emitter
+        self.literal = literal
+
+    def wrap(self, value: Any) -> Scalar:
+        return value if isinstance(value, Scalar) else \
+            Scalar(self.emitter.const(value), self.emitter, True)
+
+    def _operator(self, symbol: str, other: Any, reflected: bool = False) -> Scalar:
+        a, b = (self.wrap(other), self) if reflected else (self, self.wrap(other))
+        return Scalar(f"({a.text} {symbol} {b.text})", self.emitter)
+
+    def __add__(self, other: Any) -> Scalar:
+        return self._operator("+", other)
+
+    def __radd__(self, other: Any) -> Scalar:
+        return self._operator("+", other, True)
+
+    def __sub__(self, other: Any) -> Scalar:
+        return self._operator("-", other)
+
+    def __rsub__(self, other: Any) -> Scalar:
+        return self._operator("-", other, True)
+
+    def __mul__(self, other: Any) -> Scalar:
+        return self._operator("*", other)
+
+    def __rmul__(self, other: Any) -> Scalar:
+        return self._operator("*", other, True)
+
+    def __truediv__(self, other: Any) -> Scalar:
+        return _divide(self, self.wrap(other))
+
+    def __rtruediv__(self, other: Any) -> Scalar:
+        return _divide(self.wrap(other), self)
+
+    def __neg__(self) -> Scalar:
+        return Scalar(f"(-{self.text})", self.emitter)
+
+    def __gt__(self, other: Any) -> Scalar:  # type: ignore[override]
+        return self._operator(">", other)
+
+    def __lt__(self, other: Any) -> Scalar:  # type: ignore[override]
+        return self._operator("<", other)
+
+    def __ge__(self, other: Any) -> Scalar:  # type: ignore[override]
+        return self._operator(">=", other)
+
+    def __le__(self, other: Any) -> Scalar:  # type: ignore[override]
+        return self._operator("<=", other)
+
+    def __eq__(self, other: Any) -> Scalar:  # type: ignore[override]
+        return self._operator("==", other)
+
+    def __ne__(self, other: Any) -> Scalar:  # type: ignore[override]
+        return self._operator("!=", other)
+
+    def __and__(self, other: Any) -> Scalar:
+        return self._operator("&", other)
+
+    def __or__(self, other: Any) -> Scalar:
+        return self._operator("|", other)
 
 
-def _maximum(a: str, b: str) -> str:
-    # numpy's maximum: NaN in either operand gives NaN; of equal operands (-0.0, 0.0), b
-    return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
-
-
-def _minimum(a: str, b: str) -> str:
-    return f"({a} if ({a} < {b} or {a} != {a}) else {b})"
-
-
-def _binary_operator(symbol: str) -> Lowering:
-    return lambda e, a, b: f"({a} {symbol} {b})"
-
-
-for _name, _symbol in (("add", "+"), ("sub", "-"), ("mul", "*"), ("eq", "=="), ("ne", "!="),
-                       ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
-    LOWERINGS[OPS[_name]] = _binary_operator(_symbol)
-
-
-@lowers("div")
-def _div(e: Emitter, a: str, b: str) -> str | None:
-    # in the result dtype and correctly rounded, as numpy's: kernels have no "arcp", so
+def _divide(a: Scalar, b: Scalar) -> Scalar:
+    # in the compute dtype and correctly rounded, as numpy's: kernels have no "arcp", so
     # `x / 7.0` stays a division (Note [No fast-math in pointwise code] in kernels.py)
-    if e.dtype.kind != "f":
-        return None
-    return f"(np.{e.dtype.name}({a}) / np.{e.dtype.name}({b}))"
+    cast = f"np.{a.emitter.dtype.name}"
+    texts = [v.text if v.literal else f"{cast}({v.text})" for v in (a, b)]
+    return Scalar(f"({texts[0]} / {texts[1]})", a.emitter)
 
 
-def _math(name: str) -> Lowering:
-    return lambda e, x: e.call(name, x) if e.dtype.kind == "f" else None
+class ScalarNamespace:
+    """The `s` of a scalar form (Note [Declaring an op once] in jitgrad/eager/ops/declare.py):
+    selections and math functions over `Scalar`s, written for one node's compute dtype."""
+
+    def __init__(self, emitter: Emitter) -> None:
+        self.emitter = emitter
+        self.is_float = emitter.dtype.kind == "f"
+
+    def _wrap(self, value: Any) -> Scalar:
+        return value if isinstance(value, Scalar) else \
+            Scalar(self.emitter.const(value), self.emitter, True)
+
+    def where(self, condition: Any, a: Any, b: Any) -> Scalar:
+        c, a, b = (self._wrap(v) for v in (condition, a, b))
+        return Scalar(f"({a.text} if {c.text} else {b.text})", self.emitter)
+
+    def maximum(self, a: Any, b: Any) -> Scalar:
+        # numpy's maximum: NaN in either operand gives NaN; of equal operands (-0.0, 0.0), b
+        a, b = self._wrap(a).text, self._wrap(b).text
+        return Scalar(f"({a} if ({a} > {b} or {a} != {a}) else {b})", self.emitter)
+
+    def minimum(self, a: Any, b: Any) -> Scalar:
+        a, b = self._wrap(a).text, self._wrap(b).text
+        return Scalar(f"({a} if ({a} < {b} or {a} != {a}) else {b})", self.emitter)
+
+    def abs(self, x: Scalar) -> Scalar:
+        return Scalar(f"abs({x.text})", self.emitter)
+
+    def pow(self, x: Scalar, exponent: Any) -> Scalar:
+        """x ** exponent: small integer exponents as products, 0.5 as sqrt, else mathlib."""
+        if not isinstance(exponent, Scalar) and exponent in PRODUCT_EXPONENTS:
+            return Scalar("(" + " * ".join([x.text] * int(exponent)) + ")", self.emitter)
+        if not isinstance(exponent, Scalar) and exponent == 0.5:
+            return self.sqrt(x)
+        return Scalar(self.emitter.call("pow", x.text, self._wrap(exponent).text), self.emitter)
+
+    def __getattr__(self, name: str) -> Callable[..., Scalar]:
+        if name in ROUNDING_FUNCTIONS:
+            return lambda x: Scalar(f"np.{name}({x.text})", self.emitter)
+        return lambda *args: Scalar(self.emitter.call(name, *(self._wrap(a).text for a in args)),
+                                    self.emitter)
 
 
-for _name in MATH_FUNCTIONS:
-    LOWERINGS[OPS[_name]] = _math(_name)
+def scalar_lowering(op: OpDef) -> Lowering:
+    """The lowering of `op` from its declared scalar form (`op.scalar`)."""
+    form, kinds = op.scalar, op.scalar_kinds
+    assert form is not None, f"{op.name} has no scalar form"
+
+    def lowering(e: Emitter, *args: str | None, **params: Any) -> str | None:
+        if e.dtype.kind not in kinds:
+            return None
+        s = ScalarNamespace(e)
+        try:
+            out = form(s, *(None if a is None else Scalar(a, e) for a in args), **params)
+        except NotLowerableError:
+            return None
+        return None if out is None else s._wrap(out).text
+    return lowering
 
 
-@lowers("neg")
-def _neg(e: Emitter, x: str) -> str:
-    return f"(-{x})"
-
-
-@lowers("abs")
-def _abs(e: Emitter, x: str) -> str:
-    return f"abs({x})"
-
-
-@lowers("rsqrt")
-def _rsqrt(e: Emitter, x: str) -> str | None:
-    return e.call("rsqrt", x) if e.dtype.kind == "f" else None
-
-
-@lowers("reciprocal")
-def _reciprocal(e: Emitter, x: str) -> str | None:
-    return f"({e.const(1)} / {x})" if e.dtype.kind == "f" else None
-
-
-for _name in ("floor", "ceil", "trunc"):
-    # integers are returned unchanged by the eager forward
-    LOWERINGS[OPS[_name]] = (lambda fn: lambda e, x: f"np.{fn}({x})" if e.dtype.kind == "f"
-                             else x)(_name)
-
-
-@lowers("relu")
-def _relu(e: Emitter, x: str) -> str:
-    return _maximum(x, e.const(0))  # np.maximum(x, 0): NaN stays NaN, relu(-0.0) is 0.0
-
-
-@lowers("sigmoid")
-def _sigmoid(e: Emitter, x: str) -> str | None:
-    if e.dtype.kind != "f":
-        return None
-    return e.call("sigmoid", x)
-
-
-@lowers("silu")
-def _silu(e: Emitter, x: str) -> str | None:
-    if e.dtype.kind != "f":
-        return None
-    return f"({x} / ({e.const(1)} + {e.call('exp', f'(-{x})')}))"
-
-
-@lowers("gelu")
-def _gelu(e: Emitter, x: str, approximate: str) -> str | None:
-    if e.dtype.kind != "f":
-        return None
-    if approximate == "tanh":
-        inner = f"{e.const(math.sqrt(2.0 / math.pi))} * ({x} + {e.const(0.044715)} * " \
-                f"({x} * {x} * {x}))"
-        return f"({e.const(0.5)} * {x} * ({e.const(1)} + {e.call('tanh', inner)}))"
-    erf = e.call("erf", f"{x} * {e.const(math.sqrt(0.5))}")
-    return f"({x} * {e.const(0.5)} * ({e.const(1)} + {erf}))"
-
-
-@lowers("leaky_relu")
-def _leaky_relu(e: Emitter, x: str, negative_slope: float) -> str:
-    return f"({x} if {x} > {e.const(0)} else {x} * {e.const(negative_slope)})"
-
-
-@lowers("elu")
-def _elu(e: Emitter, x: str, alpha: float) -> str | None:
-    if e.dtype.kind != "f":
-        return None
-    return f"({x} if {x} > {e.const(0)} else {e.const(alpha)} * {e.call('expm1', x)})"
-
-
-@lowers("softplus")
-def _softplus(e: Emitter, x: str, beta: float, threshold: float) -> str | None:
-    if e.dtype.kind != "f":
-        return None
-    scaled = f"({x} * {e.const(beta)})"
-    soft = f"{e.call('log1p', e.call('exp', scaled))} / {e.const(beta)}"
-    return f"({x} if {scaled} > {e.const(threshold)} else {soft})"
-
-
-@lowers("logsigmoid")
-def _logsigmoid(e: Emitter, x: str) -> str | None:
-    if e.dtype.kind != "f":
-        return None
-    tail = e.call("log1p", e.call("exp", f"(-abs({x}))"))
-    return f"({_minimum(x, e.const(0))} - {tail})"
-
-
-@lowers("hardtanh")
-def _hardtanh(e: Emitter, x: str, min_val: float, max_val: float) -> str:
-    return _minimum(_maximum(x, e.const(min_val)), e.const(max_val))
-
-
-@lowers("maximum")
-def _maximum_op(e: Emitter, a: str, b: str) -> str:
-    return _maximum(a, b)
-
-
-@lowers("minimum")
-def _minimum_op(e: Emitter, a: str, b: str) -> str:
-    return _minimum(a, b)
-
-
-@lowers("clamp")
-def _clamp(e: Emitter, x: str, min: str | None, max: str | None) -> str:  # noqa: A002
-    out = x if min is None else _maximum(x, min)
-    return out if max is None else _minimum(out, max)
-
-
-@lowers("where")
-def _where(e: Emitter, condition: str, a: str, b: str) -> str:
-    return f"({a} if {condition} else {b})"
-
-
-@lowers("masked_fill")
-def _masked_fill(e: Emitter, x: str, mask: str, value: str) -> str:
-    return f"({value} if {mask} else {x})"
-
-
-for _name, _symbol in (("logical_and", "&"), ("logical_or", "|"), ("logical_xor", "!=")):
-    LOWERINGS[OPS[_name]] = (lambda s: lambda e, a, b: f"(({a} != 0) {s} ({b} != 0))")(_symbol)
-
-
-@lowers("logical_not")
-def _logical_not(e: Emitter, x: str) -> str:
-    return f"({x} == 0)"
-
-
-@lowers("detach")
-def _detach(e: Emitter, x: str) -> str:
-    return x  # a stop-gradient: the value unchanged
-
-
-@lowers("to_dtype")
-def _to_dtype(e: Emitter, x: str, np_dtype: np.dtype) -> str:
-    # the kernel's cast to the output dtype converts; bool needs a comparison
-    return f"({x} != 0)" if np.dtype(np_dtype).kind == "b" else x
-
-
-@lowers("pow")
-def _pow(e: Emitter, x: str, exponent: Any) -> str | None:
-    if e.dtype.kind != "f" or isinstance(exponent, bool):
-        return None
-    if exponent in PRODUCT_EXPONENTS:
-        return "(" + " * ".join([x] * int(exponent)) + ")"
-    if exponent == 0.5:
-        return e.call("sqrt", x)
-    return e.call("pow", x, e.const(exponent))
+LOWERINGS: dict[OpDef, Lowering] = {op: scalar_lowering(op) for op in OPS.values()
+                                    if op.scalar is not None}
 
 
 def is_lowerable(op: Any) -> bool:
-    """Whether `op` (a graph node's target) has a scalar lowering."""
-    return isinstance(op, OpDef) and op in LOWERINGS
+    """Whether `op` (a graph node's target) has a scalar lowering (an op declared after
+    this module was imported gets its lowering here, on first use)."""
+    if not isinstance(op, OpDef):
+        return False
+    if op not in LOWERINGS and op.scalar is not None:
+        LOWERINGS[op] = scalar_lowering(op)
+    return op in LOWERINGS
 
 
 def lower_node(node: Node, names: dict[Node, str]) -> str | None:

@@ -2,7 +2,8 @@
 
 Each module under `jitgrad.eager.ops` defines its ops as functions whose first argument
 is the tensor, and lists the ones that are also Tensor methods in `METHODS`; installing
-them here keeps `tensor.py` about state and autograd, and one op one definition.
+them here keeps `tensor.py` about state and autograd, and one op one definition. Declared
+pointwise ops (`declare.pointwise_op`) list theirs, in-place ones too, in `declare.METHODS`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from jitgrad.eager.ops import (
     comparison,
     counting,
     creation,
+    declare,
     indexing,
     inplace,
     linalg,
@@ -25,7 +27,7 @@ from jitgrad.eager.ops import (
 from jitgrad.eager.tensor import Tensor
 
 OP_MODULES = (creation, random, pointwise, pointwise_math, comparison, activation, reduction,
-              shape, indexing, inplace, linalg, nn_ops, counting)
+              shape, indexing, inplace, linalg, nn_ops, counting, declare)
 
 
 def install() -> None:

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
-from jitgrad.eager.ops import inplace
+from jitgrad.eager.ops import declare, inplace
 from jitgrad.eager.ops._binary import broadcast_error
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.indexing import INDEX_PUT, put, scalar_type_name
@@ -474,8 +474,8 @@ def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor
 
 def _install_functional_methods() -> None:
     """Every in-place Tensor method with an out-of-place twin (`add_` -> `add`, `__iadd__`
-    -> `__add__`) becomes a functionalized method of FakeTensor."""
-    for name in inplace.METHODS:
+    -> `__add__`, those of declared ops too) becomes a functionalized method of FakeTensor."""
+    for name in (*inplace.METHODS, *declare.METHODS):
         twin = f"__{name[3:]}" if name.startswith("__i") else name[:-1]
         if name.endswith("_") and name not in vars(FakeTensor) and hasattr(Tensor, twin):
             setattr(FakeTensor, name, _functional_method(name, twin))

@@ -25,6 +25,7 @@ import numpy as np
 
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.legacy_types import LegacyTensorType
+from jitgrad.eager.ops import declare
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.fake import (
     FakeArray,
@@ -401,14 +402,15 @@ class TraceContext:
 
     def is_jitgrad_callable(self, fn: Any) -> bool:
         """jitgrad's pure functional API (ops, nn.functional, linalg) and methods of traced
-        tensors: run for real on fakes. Stateful jitgrad code (optimizers, data loaders)
-        is not: it would touch real objects while tracing."""
+        tensors, and ops declared outside jitgrad (`declare.pointwise_op`): run for real on
+        fakes. Stateful jitgrad code (optimizers, data loaders) is not: it would touch real
+        objects while tracing."""
         if isinstance(getattr(fn, "__self__", None), FakeTensor):
             return True
         if isinstance(fn, LegacyTensorType):  # torch.LongTensor([[1, 2]]): creation with a dtype
             return True
         module = getattr(fn, "__module__", None) or ""
-        return module.startswith(_FUNCTIONAL_MODULES)
+        return module.startswith(_FUNCTIONAL_MODULES) or declare.is_declared(fn)
 
     @staticmethod
     def is_module(value: Any) -> bool:

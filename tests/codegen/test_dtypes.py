@@ -60,6 +60,10 @@ BINARY = {
     "where": lambda a, b: jg.where(a > 1, a, b),
     "masked_fill": lambda a, b: a.masked_fill(b > 1, 3),
     "clamp": lambda a, b: jg.clamp(a, min=b),
+    "fmax": jg.fmax,
+    "fmin": jg.fmin,
+    "copysign": jg.copysign,
+    "hypot": jg.hypot,
 }
 SCALARS = [3, 2.5, True, -200]  # -200: outside int8 (eager: OverflowError or exact compare)
 EXACT_UNARY = {
@@ -78,16 +82,22 @@ EXACT_UNARY = {
     "detach": lambda x: x.detach() * 1,
     "to_dtype": lambda x: (x.to(jg.bool), x.to(jg.int8), x.to(jg.float32), x.double()),
     "pow": lambda x: (x ** 2, x ** 0.5),
+    "frac": jg.frac,
+    "scale": lambda x: (jg.deg2rad(x), jg.rad2deg(x)),
+    "threshold": lambda x: F.threshold(x, 0.5, -2.0),
+    "hardsigmoid": F.hardsigmoid,
+    "hardswish": F.hardswish,
 }
 MATH_UNARY = {name: getattr(jg, name) for name in (
     "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "erf",
-    "sigmoid")}
+    "sigmoid", "sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "erfc")}
 MATH_UNARY |= {
     "silu": F.silu,
     "gelu": lambda x: (F.gelu(x), F.gelu(x, approximate="tanh")),
     "elu": F.elu,
     "softplus": lambda x: F.softplus(x, beta=2.0, threshold=5.0),
     "logsigmoid": F.logsigmoid,
+    "mish": F.mish,
     "pow_float": lambda x: (x ** 3, x ** -1.5),
 }
 

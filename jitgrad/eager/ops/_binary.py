@@ -19,6 +19,23 @@ _WEAK_SCALAR_DTYPES = {"b": lambda: dtypes.bool_, "i": lambda: dtypes.int64,
                        "f": dtypes.get_default_dtype}
 
 
+# Names PyTorch uses for dtypes in its messages: ScalarType names ("Long", in
+# "... not implemented for 'Long'") and C type names ("long int", in masked_fill's).
+SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                     "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
+                     "float64": "Double"}
+C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                "int16": "short int", "int32": "int", "int64": "long int",
+                "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def not_implemented_for(kernel: str, np_dtype: np.dtype) -> NotImplementedError:
+    """PyTorch's error for an op without a kernel for a dtype, plus a hint."""
+    return NotImplementedError(
+        f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[np_dtype.name]}'; "
+        "convert the input first, e.g. t.float()")
+
+
 def result_dtype(*operands: Any) -> dtypes.dtype:
     """PyTorch's result type of Tensors and Python numbers (see jitgrad.eager.dtypes)."""
     dim = zero = scalar = None

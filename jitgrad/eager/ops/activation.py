@@ -19,9 +19,12 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from jitgrad.eager.ops._binary import unary
-from jitgrad.eager.ops.pointwise import not_implemented_for, relu
-from jitgrad.eager.ops.registry import register
+from jitgrad.eager.ops import pointwise
+from jitgrad.eager.ops._binary import binary
+from jitgrad.eager.ops.comparison import MINIMUM, where
+from jitgrad.eager.ops.declare import REQUIRED, exported, pointwise_op
+from jitgrad.eager.ops.pointwise import erf, exp, log1p, not_implemented_for, relu, tanh
+from jitgrad.eager.ops.registry import ANY_KIND
 from jitgrad.eager.tensor import Tensor
 
 X = ("x",)
@@ -43,24 +46,6 @@ def _sigmoid_forward(x: np.ndarray) -> np.ndarray:
     return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
-def _gelu_forward(x: np.ndarray, approximate: str) -> np.ndarray:
-    if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))))
-    erf = special.erf(x * math.sqrt(0.5))
-    return (x * 0.5 * (1 + erf)).astype(x.dtype, copy=False)
-
-
-def _softplus_forward(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
-    scaled = x * beta
-    # exp overflows to inf only where the linear branch is taken
-    return np.where(scaled > threshold, x, np.log1p(np.exp(scaled)) / beta)
-
-
-def _logsigmoid_forward(x: np.ndarray) -> np.ndarray:
-    # min(x, 0) - log1p(exp(-|x|)): never exponentiates a positive number
-    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
-
-
 def _hardtanh_forward(x: np.ndarray, min_val: Any, max_val: Any) -> np.ndarray:
     return np.minimum(np.maximum(x, min_val), max_val)
 
@@ -72,42 +57,14 @@ def _sigmoid_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
     return (g * (1 - out) * out,)
 
 
-def _leaky_relu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    return (xp.where(x > 0, g, g * ctx.params["negative_slope"]),)  # slope at 0
-
-
-def _gelu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    if ctx.params["approximate"] == "tanh":
-        inner = SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))
-        tanh_inner = xp.tanh(inner)
-        right = 1 + tanh_inner
-        d_inner = SQRT_2_OVER_PI * (1 + 3 * GELU_KAPPA * (x * x))
-        return (g * (0.5 * right + 0.5 * x * ((1 - tanh_inner * tanh_inner) * d_inner)),)
-    cdf = 0.5 * (1 + xp.erf(x * math.sqrt(0.5)))
-    pdf = (1 / math.sqrt(2 * math.pi)) * xp.exp(-0.5 * (x * x))
-    return (g * (cdf + x * pdf),)
-
-
 def _silu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     s = xp.sigmoid(x)
     return (g * s * (1 + x * (1 - s)),)
 
 
-def _softplus_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    beta, threshold = ctx.params["beta"], ctx.params["threshold"]
-    z = xp.exp(x * beta)  # inf only where the linear branch (gradient exactly g) is taken
-    return (xp.where(x * beta > threshold, g, g * z / (z + 1)),)
-
-
 def _elu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     alpha = ctx.params["alpha"]
     return (xp.where(x <= 0, g * alpha * xp.exp(x), g),)  # elu'(0) = alpha
-
-
-def _logsigmoid_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    z = xp.exp(-xp.abs(x))
-    s = z / (1 + z)  # sigmoid(-|x|), no overflow
-    return (xp.where(x < 0, g * (1 - s), g * s),)
 
 
 def _hardtanh_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
@@ -133,42 +90,89 @@ def _mish_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     return (g * (t + x * xp.sigmoid(x) * (1 - t * t)),)
 
 
-SIGMOID = register("sigmoid", _sigmoid_forward, _sigmoid_backward, saves=("out",),
-                   source="s' = s (1 - s)")
-LEAKY_RELU = register("leaky_relu", lambda x, negative_slope: np.where(
-    x > 0, x, x * negative_slope), _leaky_relu_backward, inputs=X, saves=X,
-    source="1 for x > 0, slope otherwise")
-GELU = register("gelu", _gelu_forward, _gelu_backward, inputs=X, saves=X,
-                source="Hendrycks & Gimpel 2016: Phi(x) + x phi(x); tanh form differentiated")
-SILU = register("silu", lambda x: x / (1 + np.exp(-x)), _silu_backward, saves=X,
-                source="Elfwing et al. 2017: s (1 + x (1 - s))")
-SOFTPLUS = register("softplus", _softplus_forward, _softplus_backward, inputs=X, saves=X,
-                    source="sigmoid(beta x); exactly 1 above the threshold")
-ELU = register("elu", lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x)),
-               _elu_backward, inputs=X, saves=X, source="Clevert et al. 2015: alpha e^x below 0")
-LOGSIGMOID = register("logsigmoid", _logsigmoid_forward, _logsigmoid_backward, saves=X,
-                      node_name="LogSigmoid", source="d log s(x) = 1 - s(x) = s(-x)")
-HARDTANH = register("hardtanh", _hardtanh_forward, _hardtanh_backward, inputs=X, saves=X,
-                    source="1 strictly inside (min_val, max_val), 0 at and beyond the bounds")
-HARDSIGMOID = register("hardsigmoid", lambda x: np.minimum(np.maximum(x + 3, 0), 6) / 6,
-                       _hardsigmoid_backward, inputs=X, saves=X,
-                       source="Howard et al. 2019 (MobileNetV3): relu6(x + 3) / 6")
-HARDSWISH = register("hardswish", lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6,
-                     _hardswish_backward, inputs=X, saves=X,
-                     source="Howard et al. 2019: x relu6(x + 3) / 6; PyTorch's edges")
-THRESHOLD = register("threshold", lambda x, threshold, value: np.where(
-    x > threshold, x, np.asarray(value).astype(x.dtype)), _threshold_backward, inputs=X,
-    saves=X, source="g where x > threshold, else 0")
-MISH = register("mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), _mish_backward, inputs=X,
-                saves=X, source="Misra 2019: x tanh(softplus(x))")
+# ----- checks -----------------------------------------------------------------------
 
 
-def sigmoid(input: Tensor) -> Tensor:
-    """1 / (1 + exp(-x)), without overflow; integers give the default float dtype.
+def _hardtanh_bounds(input: Tensor, min_val: Any, max_val: Any) -> dict[str, Any]:
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("Bool inputs not supported for hardtanh; convert first, e.g. t.int()")
+    if min_val > max_val:
+        raise ValueError(f"min_val cannot be greater than max_val (got min_val={min_val}, "
+                         f"max_val={max_val})")
+    if input._data.dtype.kind != "f":
+        min_val, max_val = int(min_val), int(max_val)
+    return {"min_val": min_val, "max_val": max_val}
 
-    Saves its output (modifying it in place before backward raises, as PyTorch).
-    """
-    return unary(SIGMOID, input, to_float=True)
+
+def _refuse_bool_threshold(input: Tensor, threshold: Any, value: Any) -> None:
+    if input._data.dtype.kind == "b":
+        raise not_implemented_for("threshold_cpu", input._data.dtype)
+
+
+# ----- ops with their own backward (Note [Declaring an op once] in declare.py) ----------
+# Written as composites of other ops these would leave PyTorch's results at edges
+# (measured): silu's and mish's gradients below x = -88 in float32 (exp overflows, 0 * inf),
+# elu's below x = -20 (expm1' computed as out + 1 loses e^x), hardsigmoid's at NaN and
+# just below 3 (x + 3 rounds to 6), hardswish's just below 3.
+
+sigmoid = pointwise_op(
+    "sigmoid", _sigmoid_forward, _sigmoid_backward, saves=("out",), source="s' = s (1 - s)",
+    scalar=lambda s, x: s.sigmoid(x), to_float=True, inplace=True,
+    doc="1 / (1 + exp(-x)), without overflow; integers give the default float dtype.\n\n"
+        "Saves its output (modifying it in place before backward raises, as PyTorch).")
+silu = pointwise_op(
+    "silu", lambda x: x / (1 + np.exp(-x)), _silu_backward, saves=X,
+    source="Elfwing et al. 2017: s (1 + x (1 - s))", scalar=lambda s, x: x / (1 + s.exp(-x)),
+    require_float="silu_cpu", method=False,
+    doc="x * sigmoid(x) (swish); silu'(0) = 0.5. Raises NotImplementedError for integers.")
+elu = pointwise_op(
+    "elu", lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x)), _elu_backward, saves=X,
+    source="Clevert et al. 2015: alpha e^x below 0", params={"alpha": 1.0},
+    scalar=lambda s, x, alpha: s.where(x > 0, x, alpha * s.expm1(x)),
+    require_float="elu_cpu", method=False,
+    doc="x for x > 0, alpha (exp(x) - 1) otherwise; elu'(0) = alpha.\n\n"
+        "Raises NotImplementedError for integers.")
+hardtanh = pointwise_op(
+    "hardtanh", _hardtanh_forward, _hardtanh_backward, saves=X,
+    source="1 strictly inside (min_val, max_val), 0 at and beyond the bounds",
+    params={"min_val": -1.0, "max_val": 1.0}, check=_hardtanh_bounds, method=False,
+    scalar=lambda s, x, min_val, max_val: s.minimum(s.maximum(x, min_val), max_val),
+    scalar_kinds=ANY_KIND,
+    doc="clamp(x, min_val, max_val), but with gradient 0 at the bounds (exclusive).\n\n"
+        "Integer tensors stay integer (bounds truncated). Raises ValueError if min_val > "
+        "max_val.")
+hardsigmoid = pointwise_op(
+    "hardsigmoid", lambda x: np.minimum(np.maximum(x + 3, 0), 6) / 6, _hardsigmoid_backward,
+    saves=X, source="Howard et al. 2019 (MobileNetV3): relu6(x + 3) / 6",
+    scalar=lambda s, x: s.minimum(s.maximum(x + 3, 0), 6) / 6,
+    require_float="hardsigmoid_cpu", method=False, export=False,
+    doc="relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3), else 0.\n\n"
+        "Raises NotImplementedError for integers.")
+hardswish = pointwise_op(
+    "hardswish", lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6, _hardswish_backward,
+    saves=X, source="Howard et al. 2019: x relu6(x + 3) / 6; PyTorch's edges",
+    scalar=lambda s, x: x * s.minimum(s.maximum(x + 3, 0), 6) / 6,
+    require_float="hardswish_cpu", method=False, export=False,
+    doc="x relu6(x + 3) / 6; gradient x/3 + 1/2 inside (-3, 3), 0 below, 1 from 3 on.\n\n"
+        "Raises NotImplementedError for integers.")
+threshold = pointwise_op(
+    "threshold", lambda x, threshold, value: np.where(
+        x > threshold, x, np.asarray(value).astype(x.dtype)), _threshold_backward, saves=X,
+    source="g where x > threshold, else 0", params={"threshold": REQUIRED, "value": REQUIRED},
+    check=_refuse_bool_threshold, method=False, scalar_kinds=ANY_KIND,
+    scalar=lambda s, x, threshold, value: s.where(x > threshold, x, value),
+    doc="x where x > threshold, else `value` (cast to x's dtype); gradient g where x > "
+        "threshold.\n\nRaises NotImplementedError for bool tensors.")
+mish = pointwise_op(
+    "mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), _mish_backward, saves=X,
+    source="Misra 2019: x tanh(softplus(x))", scalar=lambda s, x: x * s.tanh(s.log1p(s.exp(x))),
+    require_float="mish_cpu", method=False, export=False,
+    doc="x tanh(softplus(x)). Raises NotImplementedError for integers.")
+
+
+# ----- composites: gradients and kernels come from the ops they are made of --------------
+# At edge values (±0, ±inf, NaN, subnormals, the thresholds) their values and gradients
+# are PyTorch's, up to rounding elsewhere (tests/nn/test_activation_edges.py).
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -177,69 +181,45 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     Raises NotImplementedError for integer tensors.
     """
     _require_float(input, "leaky_relu_cpu")
-    return unary(LEAKY_RELU, input, negative_slope=negative_slope)
+    return where(input > 0, input, input * negative_slope)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x Phi(x) with Phi the normal CDF (erf form), or its tanh approximation.
 
-    approximate: "none" (default, exact) or "tanh". gelu'(0) = 0.5.
-    Raises RuntimeError for another approximate, NotImplementedError for integers.
+    approximate: "none" (default, exact) or "tanh". gelu'(0) = 0.5 (Hendrycks & Gimpel
+    2016). Raises RuntimeError for another approximate, NotImplementedError for integers.
     """
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh. Got "
                            f"{approximate!r}")
     _require_float(input, "GeluKernelImpl")
-    return unary(GELU, input, approximate=approximate)
-
-
-def silu(input: Tensor) -> Tensor:
-    """x * sigmoid(x) (swish); silu'(0) = 0.5. Raises NotImplementedError for integers."""
-    _require_float(input, "silu_cpu")
-    return unary(SILU, input)
+    x = input
+    if approximate == "tanh":
+        return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))))
+    return x * 0.5 * (1 + erf(x * math.sqrt(0.5)))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold.
 
-    Gradient sigmoid(beta x), exactly 1 in the linear region.
+    Gradient sigmoid(beta x), exactly 1 in the linear region: there exp reads 0 (the
+    inner `where`), so no inf reaches the gradient of the branch not taken.
     Raises NotImplementedError for integers.
     """
     _require_float(input, "softplus_cpu")
-    return unary(SOFTPLUS, input, beta=beta, threshold=threshold)
-
-
-def elu(input: Tensor, alpha: float = 1.0) -> Tensor:
-    """x for x > 0, alpha (exp(x) - 1) otherwise; elu'(0) = alpha.
-
-    Raises NotImplementedError for integers.
-    """
-    _require_float(input, "elu_cpu")
-    return unary(ELU, input, alpha=alpha)
+    scaled = input * beta
+    linear = scaled > threshold
+    return where(linear, input, log1p(exp(where(linear, 0.0, scaled))) / beta)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for any finite x.
 
-    Raises NotImplementedError for integers.
+    Gradient 1/2 at 0 (minimum's tie), as PyTorch's. Raises NotImplementedError for integers.
     """
     _require_float(input, "log_sigmoid_cpu")
-    return unary(LOGSIGMOID, input)
-
-
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """clamp(x, min_val, max_val), but with gradient 0 at the bounds (exclusive).
-
-    Integer tensors stay integer (bounds truncated). Raises ValueError if min_val > max_val.
-    """
-    if input._data.dtype.kind == "b":
-        raise RuntimeError("Bool inputs not supported for hardtanh; convert first, e.g. t.int()")
-    if min_val > max_val:
-        raise ValueError(f"min_val cannot be greater than max_val (got min_val={min_val}, "
-                         f"max_val={max_val})")
-    if input._data.dtype.kind != "f":
-        min_val, max_val = int(min_val), int(max_val)
-    return unary(HARDTANH, input, min_val=min_val, max_val=max_val)
+    return binary(MINIMUM, input, 0.0) - log1p(exp(-pointwise.abs(input)))
 
 
 def relu6(input: Tensor) -> Tensor:
@@ -247,41 +227,7 @@ def relu6(input: Tensor) -> Tensor:
     return hardtanh(input, 0.0, 6.0)
 
 
-def hardsigmoid(input: Tensor) -> Tensor:
-    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3), else 0.
+__all__ = ["relu", "leaky_relu", "gelu", "softplus", "logsigmoid", "relu6",
+           *exported(__name__)]
 
-    Raises NotImplementedError for integers.
-    """
-    _require_float(input, "hardsigmoid_cpu")
-    return unary(HARDSIGMOID, input)
-
-
-def hardswish(input: Tensor) -> Tensor:
-    """x relu6(x + 3) / 6; gradient x/3 + 1/2 inside (-3, 3), 0 below, 1 from 3 on.
-
-    Raises NotImplementedError for integers.
-    """
-    _require_float(input, "hardswish_cpu")
-    return unary(HARDSWISH, input)
-
-
-def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
-    """x where x > threshold, else `value` (cast to x's dtype); gradient g where x > threshold.
-
-    Raises NotImplementedError for bool tensors.
-    """
-    if input._data.dtype.kind == "b":
-        raise not_implemented_for("threshold_cpu", input._data.dtype)
-    return unary(THRESHOLD, input, threshold=threshold, value=value)
-
-
-def mish(input: Tensor) -> Tensor:
-    """x tanh(softplus(x)). Raises NotImplementedError for integers."""
-    _require_float(input, "mish_cpu")
-    return unary(MISH, input)
-
-
-__all__ = ["relu", "sigmoid", "leaky_relu", "gelu", "silu", "softplus", "elu", "logsigmoid",
-           "hardtanh", "relu6", "threshold"]
-
-METHODS = {"sigmoid": sigmoid}  # Tensor.relu comes with relu from pointwise.py
+METHODS: dict[str, Any] = {}  # Tensor.relu comes with relu from pointwise.py, sigmoid declared

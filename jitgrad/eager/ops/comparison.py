@@ -26,7 +26,7 @@ from jitgrad.eager.ops.pointwise import (
     not_implemented_for,
     require_tensor,
 )
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
 
 AB = ("a", "b")
@@ -34,12 +34,13 @@ X = ("x",)
 
 # ----- comparisons ------------------------------------------------------------------
 
-EQ = register("eq", np.equal, inputs=AB)
-NE = register("ne", np.not_equal, inputs=AB)
-LT = register("lt", np.less, inputs=AB)
-LE = register("le", np.less_equal, inputs=AB)
-GT = register("gt", np.greater, inputs=AB)
-GE = register("ge", np.greater_equal, inputs=AB)
+EQ = register("eq", np.equal, inputs=AB, scalar=lambda s, a, b: a == b, scalar_kinds=ANY_KIND)
+NE = register("ne", np.not_equal, inputs=AB, scalar=lambda s, a, b: a != b, scalar_kinds=ANY_KIND)
+LT = register("lt", np.less, inputs=AB, scalar=lambda s, a, b: a < b, scalar_kinds=ANY_KIND)
+LE = register("le", np.less_equal, inputs=AB, scalar=lambda s, a, b: a <= b, scalar_kinds=ANY_KIND)
+GT = register("gt", np.greater, inputs=AB, scalar=lambda s, a, b: a > b, scalar_kinds=ANY_KIND)
+GE = register("ge", np.greater_equal, inputs=AB, scalar=lambda s, a, b: a >= b,
+              scalar_kinds=ANY_KIND)
 
 
 def eq(input: Any, other: Any) -> Tensor:
@@ -96,10 +97,14 @@ def _operator(fn: Any) -> Any:
 
 # ----- logical and bitwise ----------------------------------------------------------
 
-LOGICAL_AND = register("logical_and", np.logical_and, inputs=AB)
-LOGICAL_OR = register("logical_or", np.logical_or, inputs=AB)
-LOGICAL_XOR = register("logical_xor", np.logical_xor, inputs=AB)
-LOGICAL_NOT = register("logical_not", np.logical_not, inputs=X)
+LOGICAL_AND = register("logical_and", np.logical_and, inputs=AB, scalar_kinds=ANY_KIND,
+                       scalar=lambda s, a, b: (a != 0) & (b != 0))
+LOGICAL_OR = register("logical_or", np.logical_or, inputs=AB, scalar_kinds=ANY_KIND,
+                      scalar=lambda s, a, b: (a != 0) | (b != 0))
+LOGICAL_XOR = register("logical_xor", np.logical_xor, inputs=AB, scalar_kinds=ANY_KIND,
+                       scalar=lambda s, a, b: (a != 0) != (b != 0))
+LOGICAL_NOT = register("logical_not", np.logical_not, inputs=X, scalar_kinds=ANY_KIND,
+                       scalar=lambda s, x: x == 0)
 BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB)
 BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB)
 BITWISE_XOR = register("bitwise_xor", np.bitwise_xor, inputs=AB)
@@ -302,9 +307,11 @@ def _minimum_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 
 
 MAXIMUM = register("maximum", np.maximum, _maximum_backward, inputs=AB, saves=AB,
-                   source="g to the larger input, g/2 each on ties (PyTorch)")
+                   source="g to the larger input, g/2 each on ties (PyTorch)",
+                   scalar=lambda s, a, b: s.maximum(a, b), scalar_kinds=ANY_KIND)
 MINIMUM = register("minimum", np.minimum, _minimum_backward, inputs=AB, saves=AB,
-                   source="g to the smaller input, g/2 each on ties (PyTorch)")
+                   source="g to the smaller input, g/2 each on ties (PyTorch)",
+                   scalar=lambda s, a, b: s.minimum(a, b), scalar_kinds=ANY_KIND)
 
 
 def _require_tensors(name: str, input: Any, other: Any) -> None:
@@ -336,7 +343,8 @@ def _where_backward(xp: Any, ctx: Any, g: Any, condition: Any) -> tuple:
 
 
 WHERE = register("where", np.where, _where_backward, inputs=("condition", "input", "other"),
-                 saves=("condition",), source="g routed to the chosen branch")
+                 saves=("condition",), source="g routed to the chosen branch",
+                 scalar=lambda s, condition, a, b: s.where(condition, a, b), scalar_kinds=ANY_KIND)
 
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
@@ -393,7 +401,9 @@ def _masked_fill_backward(xp: Any, ctx: Any, g: Any, mask: Any) -> tuple:
 
 MASKED_FILL = register("masked_fill", lambda x, mask, value: np.where(mask, value, x),
                        _masked_fill_backward, inputs=("input", "mask", "value"), saves=("mask",),
-                       source="g where not filled; the value gets the filled positions' sum")
+                       source="g where not filled; the value gets the filled positions' sum",
+                       scalar=lambda s, x, mask, value: s.where(mask, value, x),
+                       scalar_kinds=ANY_KIND)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -446,8 +456,14 @@ def _clamp_backward(xp: Any, ctx: Any, g: Any, input: Any, min: Any, max: Any) -
     return (xp.where(inside, g, 0.0) if need_input else None), grad_min, grad_max
 
 
+def _clamp_scalar(s: Any, x: Any, min: Any, max: Any) -> Any:  # noqa: A002
+    out = x if min is None else s.maximum(x, min)
+    return out if max is None else s.minimum(out, max)
+
+
 CLAMP = register("clamp", _clamp_forward, _clamp_backward, saves=("input", "min", "max"),
-                 source="g where min <= x <= max (inclusive), else to the active bound")
+                 source="g where min <= x <= max (inclusive), else to the active bound",
+                 scalar=_clamp_scalar, scalar_kinds=ANY_KIND)
 
 
 _WEAK_BOUNDS = (int, float, type(None))  # bounds that cannot change a float tensor's dtype

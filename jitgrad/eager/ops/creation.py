@@ -20,7 +20,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.node import tensor_type_name
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Size, Tensor, device
 
 ERR_INT_REQUIRES_GRAD = ("Only Tensors of floating point and complex dtype can require "
@@ -402,8 +402,14 @@ def _to_dtype_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (g,)  # the engine casts the gradient back to the input's dtype
 
 
+def _to_dtype_scalar(s: Any, x: Any, np_dtype: Any) -> Any:
+    # the kernel's cast to the output dtype converts; bool needs a comparison
+    return (x != 0) if np.dtype(np_dtype).kind == "b" else x
+
+
 TO_DTYPE = register("to_dtype", lambda x, np_dtype: x.astype(np_dtype), _to_dtype_backward,
-                    source="identity on values; the engine casts the gradient back")
+                    source="identity on values; the engine casts the gradient back",
+                    scalar=_to_dtype_scalar, scalar_kinds=ANY_KIND)
 
 
 def to_dtype(input: Tensor, dtype: Any, copy: bool = False) -> Tensor:

@@ -17,26 +17,19 @@ import numpy as np
 from scipy import special
 
 from jitgrad.eager import dtypes
-from jitgrad.eager.ops._binary import binary, cast_operands, result_dtype, unary
+from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
+    C_TYPE_NAMES,
+    SCALAR_TYPE_NAMES,
+    binary,
+    cast_operands,
+    not_implemented_for,
+    result_dtype,
+    unary,
+)
 from jitgrad.eager.ops.checks import check_values
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.declare import exported, pointwise_op
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
-
-# Names PyTorch uses for dtypes in its messages: ScalarType names ("Long", in
-# "... not implemented for 'Long'") and C type names ("long int", in masked_fill's).
-SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-                     "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
-                     "float64": "Double"}
-C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-                "int16": "short int", "int32": "int", "int64": "long int",
-                "float16": "c10::Half", "float32": "float", "float64": "double"}
-
-
-def not_implemented_for(kernel: str, np_dtype: np.dtype) -> NotImplementedError:
-    """PyTorch's error for an op without a kernel for a dtype, plus a hint."""
-    return NotImplementedError(
-        f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[np_dtype.name]}'; "
-        "convert the input first, e.g. t.float()")
 
 
 def _zero_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -67,12 +60,15 @@ def _div_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 
 
 AB = ("a", "b")
-ADD = register("add", np.add, _add_backward, inputs=AB, source="d(a+b) = da + db")
-SUB = register("sub", np.subtract, _sub_backward, inputs=AB, source="d(a-b) = da - db")
+ADD = register("add", np.add, _add_backward, inputs=AB, source="d(a+b) = da + db",
+               scalar=lambda s, a, b: a + b, scalar_kinds=ANY_KIND)
+SUB = register("sub", np.subtract, _sub_backward, inputs=AB, source="d(a-b) = da - db",
+               scalar=lambda s, a, b: a - b, scalar_kinds=ANY_KIND)
 MUL = register("mul", np.multiply, _mul_backward, inputs=AB, saves=AB,
-               saved_for={"a": "b", "b": "a"}, source="product rule")
+               saved_for={"a": "b", "b": "a"}, source="product rule",
+               scalar=lambda s, a, b: a * b, scalar_kinds=ANY_KIND)
 DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_for={"a": "b"},
-               source="quotient rule")
+               source="quotient rule", scalar=lambda s, a, b: a / b)
 
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -321,7 +317,9 @@ def _pow_tensor_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any, out: Any) ->
 
 POW_SCALAR = register("pow", _pow_scalar_forward, _pow_scalar_backward, inputs=("x",),
                       saves=("x",), node_name="Pow",
-                      source="d/dx x^c = c x^(c-1); 0 when c == 0 (PyTorch's pow_backward)")
+                      source="d/dx x^c = c x^(c-1); 0 when c == 0 (PyTorch's pow_backward)",
+                      scalar=lambda s, x, exponent: None if isinstance(exponent, bool)
+                      else s.pow(x, exponent))
 POW_TENSOR = register("pow_tensor", _pow_tensor_forward, _pow_tensor_backward, inputs=AB,
                       saves=("a", "b", "out"), node_name="PowTensor",
                       source="d a^b = b a^(b-1) da + a^b ln(a) db, masked as PyTorch's "
@@ -477,92 +475,51 @@ X = ("x",)
 OUT = ("out",)
 
 
-def _unary_op(name: str, forward: Any, backward: Any, saves: tuple[str, ...],
-              source: str) -> Any:
-    return register(name, forward, backward, inputs=X, saves=saves, source=source)
-
-
-NEG = _unary_op("neg", np.negative, _neg_backward, (), "d(-x) = -dx")
-ABS = _unary_op("abs", np.abs, _abs_backward, X, "|x|' = sign(x), 0 at 0 (PyTorch)")
-SIGN = _unary_op("sign", _sign_forward, _zero_backward, (), "piecewise constant")
-FLOOR = _unary_op("floor", _rounding(np.floor), _zero_backward, (), "piecewise constant")
-CEIL = _unary_op("ceil", _rounding(np.ceil), _zero_backward, (), "piecewise constant")
-TRUNC = _unary_op("trunc", _rounding(np.trunc), _zero_backward, (), "piecewise constant")
-ROUND = _unary_op("round", _round_forward, _zero_backward, (), "piecewise constant")
-FRAC = _unary_op("frac", lambda x: x - np.trunc(x), _frac_backward, (),
-                 "x - trunc(x): derivative 1")
-EXP = _unary_op("exp", np.exp, _exp_backward, OUT, "d/dx e^x = e^x")
-EXPM1 = _unary_op("expm1", np.expm1, _expm1_backward, OUT, "d/dx (e^x - 1) = e^x")
-LOG = _unary_op("log", np.log, _log_backward, X, "d/dx ln x = 1/x")
-LOG2 = _unary_op("log2", np.log2, _log2_backward, X, "d/dx log2 x = 1/(x ln 2)")
-LOG10 = _unary_op("log10", np.log10, _log10_backward, X, "d/dx log10 x = 1/(x ln 10)")
-LOG1P = _unary_op("log1p", np.log1p, _log1p_backward, X, "d/dx ln(1+x) = 1/(1+x)")
-SQRT = _unary_op("sqrt", np.sqrt, _sqrt_backward, OUT, "d/dx sqrt x = 1/(2 sqrt x)")
-RSQRT = _unary_op("rsqrt", lambda x: 1 / np.sqrt(x), _rsqrt_backward, OUT,
-                  "d/dx x^(-1/2) = -x^(-3/2)/2")
-RECIPROCAL = _unary_op("reciprocal", lambda x: 1 / x, _reciprocal_backward, OUT,
-                       "d/dx 1/x = -1/x^2")
-SIN = _unary_op("sin", np.sin, _sin_backward, X, "sin' = cos")
-COS = _unary_op("cos", np.cos, _cos_backward, X, "cos' = -sin")
-TAN = _unary_op("tan", np.tan, _tan_backward, OUT, "tan' = 1 + tan^2")
-TANH = _unary_op("tanh", np.tanh, _tanh_backward, OUT, "tanh' = 1 - tanh^2")
-ERF = _unary_op("erf", _same_dtype(special.erf), _erf_backward, X,
-                "erf'(x) = 2/sqrt(pi) exp(-x^2)")
-RELU = register("relu", lambda x: np.maximum(x, x.dtype.type(0)), _relu_backward,
-                saves=OUT, source="relu'(x) = [x > 0]")
-NAN_TO_NUM = register("nan_to_num", np.nan_to_num, _nan_to_num_backward, inputs=X, saves=X,
-                      source="identity where finite, constant elsewhere")
-
-
-def neg(input: Tensor) -> Tensor:
-    """-input. Raises RuntimeError for bool tensors (as PyTorch, use logical_not)."""
+def _refuse_bool_negation(input: Any) -> None:
     if isinstance(input, Tensor) and input._data.dtype.kind == "b":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
-                        "are trying to invert a mask, use the `~` or `logical_not()` operator "
-                        "instead.")
-    return unary(NEG, input)
+                           "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                           "instead.")
 
 
+def _refuse_bool_relu(input: Any) -> None:
+    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu; convert first, e.g. "
+                           "t.int().relu()")
+
+
+neg = pointwise_op("neg", np.negative, _neg_backward, source="d(-x) = -dx",
+                scalar=lambda s, x: -x, scalar_kinds=ANY_KIND, check=_refuse_bool_negation,
+                aliases=("negative",), inplace=True,
+                doc="-input. Raises RuntimeError for bool tensors (as PyTorch, use logical_not).")
 negative = neg
-
-
-def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
-    """|input|, keeping the dtype; abs'(0) = 0. Raises NotImplementedError for bool."""
-    if input._data.dtype.kind == "b":
-        raise not_implemented_for("abs_cpu", input._data.dtype)
-    return unary(ABS, input)
-
-
+abs = pointwise_op(  # noqa: A001 - PyTorch's name
+    "abs", np.abs, _abs_backward, saves=X, source="|x|' = sign(x), 0 at 0 (PyTorch)",
+    scalar=lambda s, x: s.abs(x), scalar_kinds=ANY_KIND, refuse_bool="abs_cpu",
+    aliases=("absolute",), inplace=True,
+    doc="|input|, keeping the dtype; abs'(0) = 0. Raises NotImplementedError for bool.")
 absolute = abs
-
-
-def sign(input: Tensor) -> Tensor:
-    """-1, 0 or 1 with the input's dtype; sign(nan) = 0 (PyTorch). Zero gradient."""
-    return unary(SIGN, input)
-
-
-def floor(input: Tensor) -> Tensor:
-    """Round down; integer tensors are returned as a copy. Zero gradient.
-
-    Raises NotImplementedError for bool (as the other rounding ops, like PyTorch).
-    """
-    refuse_bool("floor_vml_cpu", input)
-    return unary(FLOOR, input)
-
-
-def ceil(input: Tensor) -> Tensor:
-    """Round up; integer tensors are returned as a copy. Zero gradient."""
-    refuse_bool("ceil_vml_cpu", input)
-    return unary(CEIL, input)
-
-
-def trunc(input: Tensor) -> Tensor:
-    """Round toward zero; integer tensors are returned as a copy. Zero gradient."""
-    refuse_bool("trunc_vml_cpu", input)
-    return unary(TRUNC, input)
-
-
+sign = pointwise_op("sign", _sign_forward, _zero_backward, source="piecewise constant",
+                 inplace=True,
+                 doc="-1, 0 or 1 with the input's dtype; sign(nan) = 0 (PyTorch). Zero gradient.")
+floor = pointwise_op(
+    "floor", _rounding(np.floor), _zero_backward, source="piecewise constant",
+    scalar=lambda s, x: s.floor(x) if s.is_float else x, scalar_kinds=ANY_KIND,
+    refuse_bool="floor_vml_cpu", inplace=True,
+    doc="Round down; integer tensors are returned as a copy. Zero gradient.\n\n"
+        "Raises NotImplementedError for bool (as the other rounding ops, like PyTorch).")
+ceil = pointwise_op(
+    "ceil", _rounding(np.ceil), _zero_backward, source="piecewise constant",
+    scalar=lambda s, x: s.ceil(x) if s.is_float else x, scalar_kinds=ANY_KIND,
+    refuse_bool="ceil_vml_cpu", inplace=True,
+    doc="Round up; integer tensors are returned as a copy. Zero gradient.")
+trunc = pointwise_op(
+    "trunc", _rounding(np.trunc), _zero_backward, source="piecewise constant",
+    scalar=lambda s, x: s.trunc(x) if s.is_float else x, scalar_kinds=ANY_KIND,
+    refuse_bool="trunc_vml_cpu", aliases=("fix",), inplace=True,
+    doc="Round toward zero; integer tensors are returned as a copy. Zero gradient.")
 fix = trunc
+ROUND = register("round", _round_forward, _zero_backward, inputs=X, source="piecewise constant")
 
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
@@ -576,102 +533,64 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorc
     return unary(ROUND, input, decimals=int(decimals))
 
 
-def frac(input: Tensor) -> Tensor:
-    """input - trunc(input) (sign of the input). Raises NotImplementedError for integers."""
-    if input._data.dtype.kind != "f":
-        raise not_implemented_for("frac_cpu", input._data.dtype)
-    return unary(FRAC, input)
+frac = pointwise_op(
+    "frac", lambda x: x - np.trunc(x), _frac_backward, source="x - trunc(x): derivative 1",
+    scalar=lambda s, x: x - s.trunc(x), require_float="frac_cpu", inplace=True,
+    doc="input - trunc(input) (sign of the input). Raises NotImplementedError for integers.")
 
 
-def exp(input: Tensor) -> Tensor:
-    """e^x elementwise; integer inputs give the default float dtype."""
-    return unary(EXP, input, to_float=True)
+def _math(name: str, forward: Any, backward: Any, saves: tuple[str, ...], source: str,
+          doc: str) -> Any:
+    """A unary math function with a kernel math function of the same name (Note
+    [Declaring an op once] in declare.py): integers compute in the default float dtype."""
+    return pointwise_op(name, forward, backward, saves=saves, source=source, to_float=True,
+                     scalar=lambda s, x: getattr(s, name)(x), inplace=True, doc=doc)
 
 
-def expm1(input: Tensor) -> Tensor:
-    """e^x - 1, accurate near 0; integer inputs give the default float dtype."""
-    return unary(EXPM1, input, to_float=True)
-
-
-def log(input: Tensor) -> Tensor:
-    """Natural logarithm; log(0) = -inf, negative inputs give NaN (as PyTorch)."""
-    return unary(LOG, input, to_float=True)
-
-
-def log2(input: Tensor) -> Tensor:
-    """Base-2 logarithm; integer inputs give the default float dtype."""
-    return unary(LOG2, input, to_float=True)
-
-
-def log10(input: Tensor) -> Tensor:
-    """Base-10 logarithm; integer inputs give the default float dtype."""
-    return unary(LOG10, input, to_float=True)
-
-
-def log1p(input: Tensor) -> Tensor:
-    """ln(1 + x), accurate near 0; integer inputs give the default float dtype."""
-    return unary(LOG1P, input, to_float=True)
-
-
-def sqrt(input: Tensor) -> Tensor:
-    """Square root; sqrt(-1) = nan and sqrt'(0) = inf (as PyTorch)."""
-    return unary(SQRT, input, to_float=True)
-
-
-def rsqrt(input: Tensor) -> Tensor:
-    """1 / sqrt(x); rsqrt(0) = inf."""
-    return unary(RSQRT, input, to_float=True)
-
-
-def reciprocal(input: Tensor) -> Tensor:
-    """1 / x; integer inputs give the default float dtype."""
-    return unary(RECIPROCAL, input, to_float=True)
-
-
-def sin(input: Tensor) -> Tensor:
-    """Sine (radians); integers give the default float dtype."""
-    return unary(SIN, input, to_float=True)
-
-
-def cos(input: Tensor) -> Tensor:
-    """Cosine (radians); integers give the default float dtype."""
-    return unary(COS, input, to_float=True)
-
-
-def tan(input: Tensor) -> Tensor:
-    """Tangent (radians); tan'(x) = 1 + tan(x)^2 from the saved output."""
-    return unary(TAN, input, to_float=True)
-
-
-def tanh(input: Tensor) -> Tensor:
-    """Hyperbolic tangent; saves its output (saturated inputs get gradient exactly 0)."""
-    return unary(TANH, input, to_float=True)
-
-
-def erf(input: Tensor) -> Tensor:
-    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
-    return unary(ERF, input, to_float=True)
-
-
-def relu(input: Tensor) -> Tensor:
-    """max(x, 0) elementwise (integer tensors allowed); relu'(0) = 0.
-
-    Activations are in activation.py; relu lives here because nn.functional and the
-    in-place variants import it from this module.
-    Raises RuntimeError for bool tensors (as PyTorch).
-    """
-    if isinstance(input, Tensor) and input._data.dtype.kind == "b":
-        raise RuntimeError("Boolean inputs not supported for relu; convert first, e.g. "
-                           "t.int().relu()")
-    return unary(RELU, input)
-
-
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Tensor:
-    """Replace NaN by `nan`, +-inf by `posinf`/`neginf` (default: the dtype's largest finite
-    values). Gradient: passes where the input is finite, 0 where it was replaced.
-    """
-    return unary(NAN_TO_NUM, input, nan=nan, posinf=posinf, neginf=neginf)
+exp = _math("exp", np.exp, _exp_backward, OUT, "d/dx e^x = e^x",
+            "e^x elementwise; integer inputs give the default float dtype.")
+expm1 = _math("expm1", np.expm1, _expm1_backward, OUT, "d/dx (e^x - 1) = e^x",
+              "e^x - 1, accurate near 0; integer inputs give the default float dtype.")
+log = _math("log", np.log, _log_backward, X, "d/dx ln x = 1/x",
+            "Natural logarithm; log(0) = -inf, negative inputs give NaN (as PyTorch).")
+log2 = _math("log2", np.log2, _log2_backward, X, "d/dx log2 x = 1/(x ln 2)",
+             "Base-2 logarithm; integer inputs give the default float dtype.")
+log10 = _math("log10", np.log10, _log10_backward, X, "d/dx log10 x = 1/(x ln 10)",
+              "Base-10 logarithm; integer inputs give the default float dtype.")
+log1p = _math("log1p", np.log1p, _log1p_backward, X, "d/dx ln(1+x) = 1/(1+x)",
+              "ln(1 + x), accurate near 0; integer inputs give the default float dtype.")
+sqrt = _math("sqrt", np.sqrt, _sqrt_backward, OUT, "d/dx sqrt x = 1/(2 sqrt x)",
+             "Square root; sqrt(-1) = nan and sqrt'(0) = inf (as PyTorch).")
+rsqrt = _math("rsqrt", lambda x: 1 / np.sqrt(x), _rsqrt_backward, OUT,
+              "d/dx x^(-1/2) = -x^(-3/2)/2", "1 / sqrt(x); rsqrt(0) = inf.")
+reciprocal = pointwise_op(
+    "reciprocal", lambda x: 1 / x, _reciprocal_backward, saves=OUT, source="d/dx 1/x = -1/x^2",
+    scalar=lambda s, x: 1 / x, to_float=True, inplace=True,
+    doc="1 / x; integer inputs give the default float dtype.")
+sin = _math("sin", np.sin, _sin_backward, X, "sin' = cos",
+            "Sine (radians); integers give the default float dtype.")
+cos = _math("cos", np.cos, _cos_backward, X, "cos' = -sin",
+            "Cosine (radians); integers give the default float dtype.")
+tan = _math("tan", np.tan, _tan_backward, OUT, "tan' = 1 + tan^2",
+            "Tangent (radians); tan'(x) = 1 + tan(x)^2 from the saved output.")
+tanh = _math("tanh", np.tanh, _tanh_backward, OUT, "tanh' = 1 - tanh^2",
+             "Hyperbolic tangent; saves its output (saturated inputs get gradient exactly 0).")
+erf = _math("erf", _same_dtype(special.erf), _erf_backward, X, "erf'(x) = 2/sqrt(pi) exp(-x^2)",
+            "The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt.")
+relu = pointwise_op(
+    "relu", lambda x: np.maximum(x, x.dtype.type(0)), _relu_backward, saves=OUT,
+    source="relu'(x) = [x > 0]", check=_refuse_bool_relu, inplace=True,
+    scalar=lambda s, x: s.maximum(x, 0), scalar_kinds=ANY_KIND,  # NaN stays NaN, relu(-0.0) = 0.0
+    doc="max(x, 0) elementwise (integer tensors allowed); relu'(0) = 0.\n\n"
+        "Activations are in activation.py; relu lives here because nn.functional and the "
+        "in-place variants import it from this module.\nRaises RuntimeError for bool tensors "
+        "(as PyTorch).")
+nan_to_num = pointwise_op(
+    "nan_to_num", np.nan_to_num, _nan_to_num_backward, saves=X,
+    source="identity where finite, constant elsewhere",
+    params={"nan": 0.0, "posinf": None, "neginf": None}, inplace=True,
+    doc="Replace NaN by `nan`, +-inf by `posinf`/`neginf` (default: the dtype's largest "
+        "finite values). Gradient: passes where the input is finite, 0 where it was replaced.")
 
 
 # ----- multi-operand math: atan2, lerp, addcmul, addcdiv ------------------------------
@@ -853,22 +772,14 @@ def _rmod(self: Tensor, other: Any) -> Tensor:
 
 
 __all__ = ["add", "sub", "rsub", "mul", "div", "true_divide", "divide", "multiply", "subtract",
-           "floor_divide", "remainder", "fmod", "pow", "square",
-           "neg", "negative", "abs", "absolute", "sign", "floor", "ceil", "trunc", "fix",
-           "round", "frac", "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-           "reciprocal", "sin", "cos", "tan", "tanh", "erf", "relu", "nan_to_num", "atan2",
-           "arctan2", "lerp", "addcmul", "addcdiv"]
+           "floor_divide", "remainder", "fmod", "pow", "square", "round", "atan2", "arctan2",
+           "lerp", "addcmul", "addcdiv", *exported(__name__)]
 
 # Tensor methods defined by this module (installed by jitgrad.eager.tensor_methods)
 METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "true_divide": div, "divide": div,
     "multiply": mul, "subtract": sub, "floor_divide": floor_divide, "remainder": remainder,
-    "fmod": fmod, "pow": pow, "square": square,
-    "neg": neg, "negative": neg, "abs": abs, "absolute": abs, "sign": sign, "floor": floor,
-    "ceil": ceil, "trunc": trunc, "fix": trunc, "round": round, "frac": frac, "exp": exp,
-    "expm1": expm1, "log": log, "log2": log2, "log10": log10, "log1p": log1p, "sqrt": sqrt,
-    "rsqrt": rsqrt, "reciprocal": reciprocal, "sin": sin, "cos": cos, "tan": tan,
-    "tanh": tanh, "erf": erf, "relu": relu, "nan_to_num": nan_to_num, "atan2": atan2,
+    "fmod": fmod, "pow": pow, "square": square, "round": round, "atan2": atan2,
     "arctan2": atan2, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv,
     "__add__": add, "__radd__": lambda self, other: add(other, self),
     "__sub__": sub, "__rsub__": lambda self, other: sub(other, self),

@@ -23,9 +23,10 @@ from scipy import special
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops import pointwise
 from jitgrad.eager.ops._binary import binary, result_dtype, unary
+from jitgrad.eager.ops.declare import exported, pointwise_op
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.pointwise import log_of_scalar, not_implemented_for, require_tensor, sign
-from jitgrad.eager.ops.registry import register
+from jitgrad.eager.ops.registry import ANY_KIND, register
 from jitgrad.eager.ops.sorting import return_type
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
@@ -140,111 +141,82 @@ def _logit_forward(x: np.ndarray, eps: float | None) -> np.ndarray:
     return np.log(x / (1 - x))
 
 
-def _unary(name: str, forward: Any, backward: Any, saves: tuple[str, ...], source: str) -> Any:
-    return register(name, forward, backward, inputs=X, saves=saves, source=source)
+def _float_math(name: str, forward: Any, backward: Any, saves: tuple[str, ...], source: str,
+                doc: str, scalar: bool = False, aliases: tuple[str, ...] = ()) -> Any:
+    """A unary function computing integers in the default float dtype; `scalar`: the kernel
+    has a math function of the same name (Note [Declaring an op once] in declare.py)."""
+    return pointwise_op(name, forward, backward, saves=saves, source=source, to_float=True,
+                     scalar=(lambda s, x: getattr(s, name)(x)) if scalar else None,
+                     inplace=True, aliases=aliases, doc=doc)
 
 
 OUT = ("out",)
-SINH = _unary("sinh", np.sinh, _sinh_backward, X, "sinh' = cosh")
-COSH = _unary("cosh", np.cosh, _cosh_backward, X, "cosh' = sinh")
-ASINH = _unary("asinh", np.arcsinh, _asinh_backward, X, "asinh' = 1/sqrt(x^2 + 1)")
-ACOSH = _unary("acosh", np.arccosh, _acosh_backward, X, "acosh' = 1/sqrt(x^2 - 1)")
-ATANH = _unary("atanh", np.arctanh, _atanh_backward, X, "atanh' = 1/(1 - x^2)")
-ASIN = _unary("asin", np.arcsin, _asin_backward, X, "asin' = 1/sqrt(1 - x^2)")
-ACOS = _unary("acos", np.arccos, _acos_backward, X, "acos' = -1/sqrt(1 - x^2)")
-ATAN = _unary("atan", np.arctan, _atan_backward, X, "atan' = 1/(1 + x^2)")
-EXP2 = _unary("exp2", np.exp2, _exp2_backward, OUT, "d/dx 2^x = 2^x ln 2")
-ERFC = _unary("erfc", _same_dtype(special.erfc), _erfc_backward, X,
-              "erfc' = -2/sqrt(pi) exp(-x^2)")
-ERFINV = _unary("erfinv", _same_dtype(special.erfinv), _erfinv_backward, OUT,
-                "erfinv' = sqrt(pi)/2 exp(erfinv(x)^2)")
-LGAMMA = _unary("lgamma", _same_dtype(special.gammaln), _lgamma_backward, X,
-                "d/dx ln|Gamma(x)| = digamma(x)")
-DIGAMMA = _unary("digamma", _same_dtype(special.digamma), _digamma_backward, X,
-                 "digamma' = polygamma(1, x)")
+sinh = _float_math("sinh", np.sinh, _sinh_backward, X, "sinh' = cosh",
+                   "Hyperbolic sine; integers give the default float dtype.", scalar=True)
+cosh = _float_math("cosh", np.cosh, _cosh_backward, X, "cosh' = sinh",
+                   "Hyperbolic cosine; integers give the default float dtype.", scalar=True)
+asinh = _float_math("asinh", np.arcsinh, _asinh_backward, X, "asinh' = 1/sqrt(x^2 + 1)",
+                    "Inverse hyperbolic sine.", scalar=True, aliases=("arcsinh",))
+acosh = _float_math("acosh", np.arccosh, _acosh_backward, X, "acosh' = 1/sqrt(x^2 - 1)",
+                    "Inverse hyperbolic cosine; NaN below 1, gradient inf at 1.", scalar=True,
+                    aliases=("arccosh",))
+atanh = _float_math("atanh", np.arctanh, _atanh_backward, X, "atanh' = 1/(1 - x^2)",
+                    "Inverse hyperbolic tangent; +-inf at +-1, NaN beyond.", scalar=True,
+                    aliases=("arctanh",))
+asin = _float_math("asin", np.arcsin, _asin_backward, X, "asin' = 1/sqrt(1 - x^2)",
+                   "Inverse sine (radians); NaN outside [-1, 1].", scalar=True,
+                   aliases=("arcsin",))
+acos = _float_math("acos", np.arccos, _acos_backward, X, "acos' = -1/sqrt(1 - x^2)",
+                   "Inverse cosine (radians); NaN outside [-1, 1].", scalar=True,
+                   aliases=("arccos",))
+atan = _float_math("atan", np.arctan, _atan_backward, X, "atan' = 1/(1 + x^2)",
+                   "Inverse tangent (radians).", scalar=True, aliases=("arctan",))
+arcsinh, arccosh, arctanh, arcsin, arccos, arctan = asinh, acosh, atanh, asin, acos, atan
+exp2 = _float_math("exp2", np.exp2, _exp2_backward, OUT, "d/dx 2^x = 2^x ln 2",
+                   "2 ** x; integers give the default float dtype.")
+erfc = _float_math("erfc", _same_dtype(special.erfc), _erfc_backward, X,
+                   "erfc' = -2/sqrt(pi) exp(-x^2)",
+                   "Complementary error function 1 - erf(x), accurate for large x.", scalar=True)
+erfinv = _float_math("erfinv", _same_dtype(special.erfinv), _erfinv_backward, OUT,
+                     "erfinv' = sqrt(pi)/2 exp(erfinv(x)^2)",
+                     "Inverse error function on [-1, 1] (+-inf at +-1, NaN beyond).")
+lgamma = _float_math("lgamma", _same_dtype(special.gammaln), _lgamma_backward, X,
+                     "d/dx ln|Gamma(x)| = digamma(x)",
+                     "ln|Gamma(x)|; inf at non-positive integers. Gradient: digamma(x).")
+digamma = _float_math("digamma", _same_dtype(special.digamma), _digamma_backward, X,
+                      "digamma' = polygamma(1, x)",
+                      "d/dx ln Gamma(x); -inf at 0, +inf at -0.0, NaN at negative integers "
+                      "(as PyTorch).")
 POLYGAMMA = register("polygamma", lambda x, n: _same_dtype(special.polygamma)(x, n),
                      _polygamma_backward, inputs=X, saves=X,
                      source="polygamma(n)' = polygamma(n + 1)")
-I0 = _unary("i0", _same_dtype(special.i0), _i0_backward, X, "I0' = I1 (modified Bessel)")
-I1 = _unary("i1", _same_dtype(special.i1), _i1_backward, X, "I1' = I0 - I1/x, 1/2 at 0")
-SINC = _unary("sinc", np.sinc, _sinc_backward, X,
-              "d/dx sin(pi x)/(pi x) = (pi x cos(pi x) - sin(pi x))/(pi x^2), 0 at 0")
-LOGIT = register("logit", _logit_forward, _logit_backward, inputs=X, saves=X,
-                 source="logit' = 1/(x (1 - x)); 0 where eps clamps x")
+i0 = _float_math("i0", _same_dtype(special.i0), _i0_backward, X, "I0' = I1 (modified Bessel)",
+                 "Modified Bessel function of the first kind, order 0.")
+i1 = pointwise_op("i1", _same_dtype(special.i1), _i1_backward, saves=X,
+               source="I1' = I0 - I1/x, 1/2 at 0", to_float=True, method=False, export=False,
+               doc="Modified Bessel function of the first kind, order 1 (`torch.special.i1`).")
+sinc = _float_math("sinc", np.sinc, _sinc_backward, X,
+                   "d/dx sin(pi x)/(pi x) = (pi x cos(pi x) - sin(pi x))/(pi x^2), 0 at 0",
+                   "Normalized sinc sin(pi x) / (pi x), 1 at 0; gradient 0 at 0.")
+logit = pointwise_op(
+    "logit", _logit_forward, _logit_backward, saves=X,
+    source="logit' = 1/(x (1 - x)); 0 where eps clamps x", to_float=True, inplace=True,
+    params={"eps": None}, check=lambda x, eps: {"eps": None if eps is None else float(eps)},
+    doc="log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps] (gradient 0 there).")
 SCALE = register("scale", lambda x, scale: x * x.dtype.type(scale), _scale_backward,
-                 inputs=X, source="linear: d(c x) = c dx")
-SIGNBIT = register("signbit", np.signbit, inputs=X)
-ANGLE = register("angle", _angle_forward, lambda xp, ctx, g: (xp.zeros_like(g),), inputs=X,
-                 source="piecewise constant for real inputs: zero gradient")
+                 inputs=X, source="linear: d(c x) = c dx",
+                 scalar=lambda s, x, scale: x * scale)
+signbit = pointwise_op(
+    "signbit", np.signbit, source="no derivative",
+    doc="Whether the sign bit is set (True for -0.0 and negative values); bool, no gradient.")
+angle = pointwise_op(
+    "angle", _angle_forward, lambda xp, ctx, g: (xp.zeros_like(g),), to_float=True,
+    source="piecewise constant for real inputs: zero gradient",
+    doc="The argument of each (real) element: pi where negative, else 0; a float result.")
 
 
 def _float_unary(op: Any, input: Any, **params: Any) -> Tensor:
     return unary(op, input, to_float=True, **params)
-
-
-def sinh(input: Tensor) -> Tensor:
-    """Hyperbolic sine; integers give the default float dtype."""
-    return _float_unary(SINH, input)
-
-
-def cosh(input: Tensor) -> Tensor:
-    """Hyperbolic cosine; integers give the default float dtype."""
-    return _float_unary(COSH, input)
-
-
-def asinh(input: Tensor) -> Tensor:
-    """Inverse hyperbolic sine."""
-    return _float_unary(ASINH, input)
-
-
-def acosh(input: Tensor) -> Tensor:
-    """Inverse hyperbolic cosine; NaN below 1, gradient inf at 1."""
-    return _float_unary(ACOSH, input)
-
-
-def atanh(input: Tensor) -> Tensor:
-    """Inverse hyperbolic tangent; +-inf at +-1, NaN beyond."""
-    return _float_unary(ATANH, input)
-
-
-def asin(input: Tensor) -> Tensor:
-    """Inverse sine (radians); NaN outside [-1, 1]."""
-    return _float_unary(ASIN, input)
-
-
-def acos(input: Tensor) -> Tensor:
-    """Inverse cosine (radians); NaN outside [-1, 1]."""
-    return _float_unary(ACOS, input)
-
-
-def atan(input: Tensor) -> Tensor:
-    """Inverse tangent (radians)."""
-    return _float_unary(ATAN, input)
-
-
-def exp2(input: Tensor) -> Tensor:
-    """2 ** x; integers give the default float dtype."""
-    return _float_unary(EXP2, input)
-
-
-def erfc(input: Tensor) -> Tensor:
-    """Complementary error function 1 - erf(x), accurate for large x."""
-    return _float_unary(ERFC, input)
-
-
-def erfinv(input: Tensor) -> Tensor:
-    """Inverse error function on [-1, 1] (+-inf at +-1, NaN beyond)."""
-    return _float_unary(ERFINV, input)
-
-
-def lgamma(input: Tensor) -> Tensor:
-    """ln|Gamma(x)|; inf at non-positive integers. Gradient: digamma(x)."""
-    return _float_unary(LGAMMA, input)
-
-
-def digamma(input: Tensor) -> Tensor:
-    """d/dx ln Gamma(x); -inf at 0, +inf at -0.0, NaN at negative integers (as PyTorch)."""
-    return _float_unary(DIGAMMA, input)
 
 
 def polygamma(n: int, input: Tensor) -> Tensor:
@@ -255,26 +227,6 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     if n < 0:
         raise RuntimeError(f"polygamma(n, x) does not support negative n (got n={n})")
     return _float_unary(POLYGAMMA, input, n=int(n))
-
-
-def i0(input: Tensor) -> Tensor:
-    """Modified Bessel function of the first kind, order 0."""
-    return _float_unary(I0, input)
-
-
-def i1(input: Tensor) -> Tensor:
-    """Modified Bessel function of the first kind, order 1 (`torch.special.i1`)."""
-    return _float_unary(I1, input)
-
-
-def sinc(input: Tensor) -> Tensor:
-    """Normalized sinc sin(pi x) / (pi x), 1 at 0; gradient 0 at 0."""
-    return _float_unary(SINC, input)
-
-
-def logit(input: Tensor, eps: float | None = None) -> Tensor:
-    """log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps] (gradient 0 there)."""
-    return _float_unary(LOGIT, input, eps=None if eps is None else float(eps))
 
 
 def deg2rad(input: Tensor) -> Tensor:
@@ -290,16 +242,6 @@ def rad2deg(input: Tensor) -> Tensor:
 def sgn(input: Tensor) -> Tensor:
     """sign(input) for real tensors (bool stays bool); zero gradient."""
     return sign(input)
-
-
-def signbit(input: Tensor) -> Tensor:
-    """Whether the sign bit is set (True for -0.0 and negative values); bool, no gradient."""
-    return unary(SIGNBIT, input)
-
-
-def angle(input: Tensor) -> Tensor:
-    """The argument of each (real) element: pi where negative, else 0; a float result."""
-    return _float_unary(ANGLE, input)
 
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
@@ -397,9 +339,11 @@ def _nextafter_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 
 COPYSIGN = register("copysign", np.copysign, _copysign_backward, inputs=AB, saves=("a", "out"),
-                    source="d copysign(a, b)/da = copysign(a, b)/a (0 at a == 0); 0 for b")
+                    source="d copysign(a, b)/da = copysign(a, b)/a (0 at a == 0); 0 for b",
+                    scalar=lambda s, a, b: s.copysign(a, b))
 HYPOT = register("hypot", np.hypot, _hypot_backward, inputs=AB, saves=("a", "b", "out"),
-                 source="d sqrt(a^2 + b^2) = (a da + b db) / hypot")
+                 source="d sqrt(a^2 + b^2) = (a da + b db) / hypot",
+                 scalar=lambda s, a, b: s.hypot(a, b))
 LOGADDEXP = register("logaddexp", np.logaddexp, _logaddexp_backward, inputs=AB, saves=AB,
                      source="d log(e^a + e^b)/da = 1/(1 + e^(b - a))")
 LOGADDEXP2 = register("logaddexp2", np.logaddexp2, _logaddexp2_backward, inputs=AB, saves=AB,
@@ -414,9 +358,11 @@ def _xlogy_forward(a: Any, b: Any) -> np.ndarray:
 XLOGY = register("xlogy", _xlogy_forward, _xlogy_backward, inputs=AB, saves=AB,
                  source="d a log b = log b da + a/b db; 0 where a == 0 and b <= 0")
 FMAX = register("fmax", np.fmax, _fmax_backward, inputs=AB, saves=AB,
-                source="g to the larger operand (input on ties), NaN operands ignored")
+                source="g to the larger operand (input on ties), NaN operands ignored",
+                scalar=lambda s, a, b: s.where((a >= b) | (b != b), a, b), scalar_kinds=ANY_KIND)
 FMIN = register("fmin", np.fmin, _fmin_backward, inputs=AB, saves=AB,
-                source="g to the smaller operand (input on ties), NaN operands ignored")
+                source="g to the smaller operand (input on ties), NaN operands ignored",
+                scalar=lambda s, a, b: s.where((a <= b) | (b != b), a, b), scalar_kinds=ANY_KIND)
 def _heaviside_forward(input: np.ndarray, values: np.ndarray) -> np.ndarray:
     # numpy's heaviside has float loops only; PyTorch keeps the (shared) input dtype
     return np.asarray(np.heaviside(input, values)).astype(input.dtype, copy=False)
@@ -590,21 +536,13 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
                        Tensor._make(np.asarray(exponent, np.int32)))
 
 
-arcsinh, arccosh, arctanh, arcsin, arccos, arctan = asinh, acosh, atanh, asin, acos, atan
+__all__ = ["polygamma", "deg2rad", "rad2deg", "sgn", "positive", "copysign", "hypot",
+           "logaddexp", "logaddexp2", "xlogy", "fmax", "fmin", "heaviside", "nextafter",
+           "float_power", "ldexp", "frexp", "igamma", "igammac", "mvlgamma", *exported(__name__)]
 
-__all__ = ["sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "arcsinh",
-           "arccosh", "arctanh", "arcsin", "arccos", "arctan", "exp2", "erfc", "erfinv",
-           "lgamma", "digamma", "polygamma", "i0", "sinc", "logit", "deg2rad", "rad2deg",
-           "sgn", "signbit", "positive", "copysign", "hypot", "logaddexp", "logaddexp2",
-           "xlogy", "fmax", "fmin", "heaviside", "nextafter", "float_power", "ldexp", "frexp",
-           "igamma", "igammac", "angle", "mvlgamma"]
-
-_SAME_NAME = ("sinh", "cosh", "asinh", "acosh", "atanh", "asin", "acos", "atan", "arcsinh",
-              "arccosh", "arctanh", "arcsin", "arccos", "arctan", "exp2", "erfc", "erfinv",
-              "lgamma", "digamma", "i0", "sinc", "logit", "deg2rad", "rad2deg", "sgn",
-              "signbit", "positive", "copysign", "hypot", "logaddexp", "logaddexp2", "xlogy",
-              "fmax", "fmin", "heaviside", "nextafter", "float_power", "ldexp", "frexp",
-              "igamma", "igammac", "angle", "mvlgamma")
+_SAME_NAME = ("deg2rad", "rad2deg", "sgn", "positive", "copysign", "hypot", "logaddexp",
+              "logaddexp2", "xlogy", "fmax", "fmin", "heaviside", "nextafter", "float_power",
+              "ldexp", "frexp", "igamma", "igammac", "mvlgamma")
 METHODS: dict[str, Any] = {name: globals()[name] for name in _SAME_NAME}
 METHODS["polygamma"] = lambda self, n: polygamma(n, self)  # Tensor.polygamma(n)
 METHODS["float_power_"] = float_power_

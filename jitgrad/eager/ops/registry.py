@@ -45,6 +45,7 @@ from jitgrad.eager.node import ERR_FREED, Node, SavedValues, VersionCounter
 from jitgrad.eager.tensor import Tensor, gradient_edge
 
 _NO_PARAMS: dict[str, Any] = {}
+ANY_KIND = "biuf"  # `scalar_kinds` of a scalar form that lowers in every kernel dtype
 
 OPS: dict[str, OpDef] = {}
 
@@ -66,19 +67,25 @@ class OpDef:
     impure:   the forward has an effect besides its result (a random op draws from the
               default generator): a graph keeps it even unused and never fuses it, so it
               draws at run time, in eager's order.
+    scalar:   the codegen-neutral scalar form of a pointwise op, `(s, *operands, **params)
+              -> expression`, lowered by codegen for compute dtypes of a kind in
+              `scalar_kinds` (see Note [Declaring an op once] in declare.py); None if none.
     """
 
     __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_plan",
                  "input_names", "source", "node_class", "num_outputs", "differentiable", "meta",
-                 "impure")
+                 "impure", "scalar", "scalar_kinds")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
                  saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
                  node_name: str | None = None, inputs: tuple[str, ...] | None = None,
                  meta: Callable | None = None, saved_for: dict[str, str] | None = None,
-                 impure: bool = False) -> None:
+                 impure: bool = False, scalar: Callable | None = None,
+                 scalar_kinds: str = "f") -> None:
         self.name = name
         self.impure = impure
+        self.scalar = scalar
+        self.scalar_kinds = scalar_kinds
         self.meta = meta
         self.forward = forward
         self.backward = backward
@@ -191,17 +198,19 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
              saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
              node_name: str | None = None, inputs: tuple[str, ...] | None = None,
              meta: Callable | None = None, saved_for: dict[str, str] | None = None,
-             impure: bool = False) -> OpDef:
+             impure: bool = False, scalar: Callable | None = None,
+             scalar_kinds: str = "f") -> OpDef:
     """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
 
     inputs: names of the forward's tensor operands, needed when `forward` is a numpy
     ufunc (default: the forward's positional parameter names).
     meta: the op's shape/dtype rule when the default inference does not fit (see
     `OpDef.infer_meta`).
+    scalar, scalar_kinds: a pointwise op's scalar form for codegen (see `OpDef`).
     """
     assert name not in OPS, f"op {name!r} is defined twice"
     op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta,
-               saved_for, impure)
+               saved_for, impure, scalar, scalar_kinds)
     OPS[name] = op
     return op
 

@@ -40,7 +40,7 @@ from jitgrad.eager.ops.joining import (  # noqa: F401  (re-exported, see __all__
     triu,
     vstack,
 )
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.ops.slicing import (  # noqa: F401  (re-exported, see __all__)
     chunk,
     diag,
@@ -119,7 +119,8 @@ EXPAND = register("expand", _expand_forward, _expand_backward, source="sum over 
 CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
 # the stop-gradient of `Tensor.detach()` / `.data` in compiled graphs: the same values, no
 # derivative (eager's detach makes a Tensor without history and needs no op)
-DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative")
+DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative",
+                  scalar=lambda s, x: x, scalar_kinds=ANY_KIND)  # the value unchanged
 
 
 def _with_history_backward(xp: Any, ctx: Any, g: Any) -> tuple:
