@@ -188,11 +188,10 @@ def tanh_f32(x):
 
 @_scalar
 def sigmoid_f32(x):
-    """1 / (1 + e**-x) in float32 (vectorized). Uses e = exp(-|x|) and e / (1 + e) for
-    x < 0, so results down to the subnormal range keep full relative accuracy."""
-    e = exp_f32(-abs(x))
-    s = _F_ONE / (_F_ONE + e)
-    return s if x >= _F_ZERO else e * s
+    """1 / (1 + e**-x) in float32 (vectorized), that formula as eager (scipy's expit) and
+    PyTorch compute it: below x = -88.7, e**-x overflows and the result is 0, not the
+    subnormal e**x / (1 + e**x) would give."""
+    return _F_ONE / (_F_ONE + exp_f32(-x))
 
 
 @_scalar
@@ -288,10 +287,9 @@ def log_f64(x):
 
 @_scalar
 def sigmoid_f64(x):
-    """1 / (1 + e**-x) in float64 (vectorized), as sigmoid_f32 with exp_f64."""
-    e = exp_f64(-abs(x))
-    s = _D_ONE / (_D_ONE + e)
-    return s if x >= _D_ZERO else e * s
+    """1 / (1 + e**-x) in float64 (vectorized), as sigmoid_f32 with exp_f64 (0 below
+    x = -709.8, as eager and PyTorch)."""
+    return _D_ONE / (_D_ONE + exp_f64(-x))
 
 
 @_scalar

@@ -48,8 +48,11 @@ def run(name, *args):
     return out
 
 
-def _sigmoid(x):
-    return 1 / (1 + np.exp(-x))
+def _sigmoid(x, dtype):
+    """Eager's (scipy's expit) and PyTorch's 1 / (1 + e**-x) in `dtype`: 0 once e**-x
+    overflows `dtype`, else the exact value."""
+    e = np.exp(-x)
+    return np.where(e > np.finfo(dtype).max, 0, 1 / (1 + e))
 
 
 def _erf(x):
@@ -64,7 +67,7 @@ REFERENCES = {
     "log": np.log,
     "log1p": np.log1p,
     "tanh": np.tanh,
-    "sigmoid": _sigmoid,
+    "sigmoid": _sigmoid,  # also given the dtype (see `reference`)
     "erf": _erf,
     "sin": np.sin,
     "cos": np.cos,
@@ -101,6 +104,8 @@ def reference(name, dtype, *args):
     else:
         wide = np.longdouble if name in VECTORIZED_F64 else np.float64
     with np.errstate(all="ignore"):
+        if name == "sigmoid":
+            return _sigmoid(args[0].astype(wide), dtype)
         return REFERENCES[name](*(a.astype(wide) for a in args))
 
 
@@ -257,7 +262,8 @@ def test_pow_special_values_match_numpy(dtype):
         ("exp", -100.0, 3.720075976020836e-44),  # subnormal result, rounded once
         ("exp", -105.0, 0.0),  # underflow to +0
         ("log", 1.401298464324817e-45, -103.27892990343184),  # subnormal input
-        ("sigmoid", -100.0, 3.7835058536770954e-44),  # subnormal result
+        ("sigmoid", -88.0, 6.054601485195952e-39),  # subnormal result, as eager's
+        ("sigmoid", -100.0, 0.0),  # e**100 overflows float32: 0, as eager and PyTorch
         ("tanh", -1e-30, -1e-30),
         ("log1p", -1.0, -np.inf),
     ],

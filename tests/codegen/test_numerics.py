@@ -6,6 +6,7 @@ relative error near 1e-16, far below float32's 6e-8) or math.fsum (exact roundin
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -131,3 +132,25 @@ def test_nan_propagates_through_extrema_and_sums():
     assert np.isnan(full_max.item())
     indices = got[5].numpy()
     np.testing.assert_array_equal(indices, [3, 2, 0])  # the first NaN wins
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_math_library_at_overflow_and_underflow_edges_equals_eager(dtype):
+    # sigmoid computes eager's 1 / (1 + e**-x): 0 once e**-x overflows, not a subnormal
+    big = 88.72 if dtype == np.float32 else 709.78
+    x = np.array([-800, -big - 20, -big - 1, -big - 0.01, -big + 0.5, -50, -1, 0, 1, 30,
+                  big + 1, np.inf, -np.inf, np.nan, -0.0], dtype)
+    functions = (jg.sigmoid, jg.nn.functional.silu, jg.exp, jg.tanh, jg.nn.functional.gelu)
+
+    def program(t):
+        return (jg.sigmoid(t) * 1.0, jg.nn.functional.silu(t) * 1.0, jg.exp(t) * 1.0,
+                jg.tanh(t) * 1.0, jg.nn.functional.gelu(t) * 1.0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # compiled, not run eagerly
+        got = compiled(program)(jg.tensor(x))
+    for f, g in zip(functions, got, strict=True):
+        want = f(jg.tensor(x)).numpy()
+        np.testing.assert_allclose(g.numpy(), want, rtol=4 * np.finfo(dtype).eps, atol=0,
+                                   err_msg=f.__name__)
+        assert np.array_equal(g.numpy() == 0, want == 0), f.__name__  # zeros where eager's
