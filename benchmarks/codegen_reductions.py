@@ -1,5 +1,7 @@
 """Reductions: softmax and layer_norm over the last dim of 256x1024 float32, and var over
-the last dim of 16384x1024 float32.
+the last dim of 16384x1024 float32; softmax and the variance also written with
+primitives (`exp(x - x.amax(-1, keepdim=True)) / sum`, `((x - x.mean(-1, keepdim=True))
+** 2).mean(-1)`), as user code and the joint backward graphs write them (issue 12).
 
 Variants, all on one thread and timed round-robin in the same run (benchmarks.harness):
 numpy (the eager forward's formula, one ufunc/reduction per step), jitgrad eager, jitgrad
@@ -52,12 +54,34 @@ def var_numpy(x):
     return x.var(axis=-1, ddof=1)
 
 
+def softmax_composed(x):
+    """softmax as users and backward graphs write it: a max, a sum and three pointwise ops."""
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def var_composed(x):
+    """The biased variance written with means: two reductions around a broadcast."""
+    return ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)
+
+
+def var_composed_numpy(x):
+    return x.var(axis=-1)
+
+
 FUNCTIONS = {"softmax": (softmax, softmax_numpy, ROWS_SHAPE, 1),
              "layer_norm": (layer_norm, layer_norm_numpy, ROWS_SHAPE, 3),
-             "var": (var, var_numpy, VAR_SHAPE, 1)}
+             "var": (var, var_numpy, VAR_SHAPE, 1),
+             "softmax written as exp(x - amax) / sum": (softmax_composed, softmax_numpy,
+                                                        ROWS_SHAPE, 1),
+             "variance written with means": (var_composed, var_composed_numpy, ROWS_SHAPE, 1),
+             "variance written with means (large)": (var_composed, var_composed_numpy,
+                                                     VAR_SHAPE, 1)}
 
 
 def torch_function(name: str, torch):
+    if FUNCTIONS[name][0] in (softmax_composed, var_composed):
+        return FUNCTIONS[name][0]  # the same tensor methods
     if name == "layer_norm":
         return lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
     if name == "var":
@@ -96,6 +120,8 @@ def variants(name: str, arrays: tuple[np.ndarray, ...]) -> dict:
 def moved_bytes(name: str, shape: tuple[int, int]) -> int:
     """Bytes the operation must read and write (see the module docstring)."""
     rows, n = shape
+    if FUNCTIONS[name][0] is var_composed:
+        return 4 * (rows * n + rows)
     if name == "var":
         return 4 * (rows * n + rows)
     if name == "layer_norm":

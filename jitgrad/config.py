@@ -18,7 +18,7 @@ import os
 import warnings
 
 LOG_CHANNELS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode",
-                "output_code", "fusion", "perf_hints")
+                "output_code", "fusion", "perf_hints", "compile_progress")
 
 DISABLE = os.environ.get("JITGRAD_DISABLE", "") not in ("", "0")
 LOGS = tuple(c.strip() for c in os.environ.get("JITGRAD_LOGS", "").split(",") if c.strip())

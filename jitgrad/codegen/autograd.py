@@ -52,6 +52,7 @@ write into a graph input is caught by the input's own version counter.
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,7 @@ from jitgrad.eager.node import ERR_FREED, Node, SavedValues, forward_name, modif
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.views import rebuild_view
+from jitgrad.trace import report
 from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
@@ -497,7 +499,9 @@ def compile_region(graph: Graph, example_inputs: list[Any],
     (the numba backend's kernels; tests also pass `GraphModule` to check the joint graphs
     alone), as a CompiledRegion; just `compile_graph(graph)` when no output needs a
     gradient. Raises Unsupported as `build_joint_graphs` does."""
+    start = time.perf_counter()
     joint = build_joint_graphs(graph, example_inputs)
+    report.record_time("joint graph", time.perf_counter() - start)
     if not any(joint.differentiable) and not any(joint.aliases):
         return compile_graph(graph)  # e.g. an optimizer update under no_grad
     forward = compile_graph(joint.forward)

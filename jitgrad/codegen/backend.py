@@ -17,6 +17,7 @@ built, it runs `gm.forward` itself so eager autograd records through it (logged 
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -24,12 +25,14 @@ from typing import Any
 from numba.core.errors import NumbaError
 
 from jitgrad import config
+from jitgrad.codegen import progress
 from jitgrad.codegen.autograd import compile_region
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
 from jitgrad.codegen.program import build_program_graph
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import report
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph_module import GraphModule
@@ -53,6 +56,7 @@ class CompiledGraph:
         self.forward = wrapper.forward
         self._graph = graph
         self._attrs = attrs
+        self._first = bool(kernels)
 
     def show(self) -> str:
         """Its fusion groups, each kernel's source (once per kernel file) and the wrapper's
@@ -69,6 +73,10 @@ class CompiledGraph:
         return "\n".join(parts)
 
     def __call__(self, *inputs: Any) -> tuple:
+        if self._first:  # its kernels compile now (Note [Compile status] in progress.py)
+            self._first = False
+            with progress.first_call(self._status_name(), len(self.kernels)):
+                return self(*inputs)
         try:
             return self.forward(*inputs)
         except (NumbaError, RecursionError) as err:
@@ -81,6 +89,14 @@ class CompiledGraph:
                           "JITGRAD_LOGS=output_code output)", RuntimeWarning, stacklevel=2)
             self.forward = GraphModule(self._graph, self._attrs).forward
             return self.forward(*inputs)
+
+
+    def _status_name(self) -> str:
+        """`forward_3 (train.py:12)`: the program and the user line of its first node."""
+        location = next((n.meta["source"] for n in self._graph.nodes
+                         if n.meta.get("source") is not None), None)
+        name = self.forward.__name__
+        return name if location is None else f"{name} ({location})"
 
 
 def numba_backend(gm: GraphModule, example_inputs: list[Any]) -> Any:
@@ -119,9 +135,11 @@ def _records_grad(graph: Graph) -> bool:
 def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:
     """Fusion groups of `graph` compiled into kernels, run by its program (a GraphModule
     over arrays, Note [Graph programs] in program.py)."""
+    start = time.perf_counter()
     groups = find_fusion_groups(graph)
     kernels = [Kernel(group) for group in groups]
     wrapper = GraphModule(build_program_graph(graph, groups, kernels), attrs)
+    report.record_time("codegen", time.perf_counter() - start)
     if _LOG.isEnabledFor(logging.INFO):
         _LOG.info("wrapper of %d kernel(s)\n%s", len(kernels), wrapper.code)
     return CompiledGraph(wrapper, groups, kernels, graph, attrs)

@@ -36,6 +36,7 @@ algorithm (Note [Fused multiply-add] in mathlib.py).
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from jitgrad import config
-from jitgrad.codegen import cache
+from jitgrad.codegen import cache, progress
 from jitgrad.codegen.fusion import FusionGroup, describe_node
 from jitgrad.codegen.lowering import lower_node
 from jitgrad.eager.tensor import Tensor
@@ -225,7 +226,7 @@ class Kernel:
         self._parallel = module.kernel_parallel
         self._threads = module.THREADS
         self._plans: dict[tuple, tuple] = {}
-        self.__name__ = self.name  # the wrapper's generated code names its callees
+        self._launched = False
 
     def __call__(self, *values: Any) -> Any:
         """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
@@ -241,7 +242,13 @@ class Kernel:
         outs = [allocate(self.shape, dtype, order)
                 for dtype, order in zip(self.out_dtypes, self.out_orders, strict=True)]
         if self.numel:
-            self._launch(outs + [np.asarray(v) for v in values])
+            if self._launched:
+                self._launch(outs + [np.asarray(v) for v in values])
+            else:  # numba compiles (or loads) it now (Note [Compile status])
+                start = time.perf_counter()
+                self._launch(outs + [np.asarray(v) for v in values])
+                self._launched = True
+                progress.kernel_launched(time.perf_counter() - start)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _launch(self, arrays: list[np.ndarray]) -> None:

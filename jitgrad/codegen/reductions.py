@@ -57,13 +57,14 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jitgrad.codegen import cache
+from jitgrad.codegen import cache, progress
 from jitgrad.codegen.fusion import FusionGroup, ReductionSpec, describe_node
 from jitgrad.codegen.kernels import (
     PARALLEL_THRESHOLD,
@@ -715,7 +716,6 @@ class ReductionKernel:
 
     def __init__(self, group: FusionGroup, directory: Path | None = None) -> None:
         self.name = group.name
-        self.__name__ = self.name  # the wrapper's generated code names its callees
         self._source = _Source(group)
         self.spec: ReductionSpec = self._source.spec
         self.shape = tuple(group.shape)
@@ -747,6 +747,7 @@ class ReductionKernel:
         self._tables = [position[op.node] for op in self._source.operands
                         if op.space == "table"]
         self._plans: dict[tuple, tuple] = {}
+        self._launched = False
 
     def _scalar_params(self, node: Node) -> np.ndarray:
         kind, params = self.spec.kind, node.kwargs
@@ -781,8 +782,13 @@ class ReductionKernel:
         extra = [np.ascontiguousarray(inputs[i]).reshape(-1) for i in self._tables]
         if self.spec.kind == "cross_entropy":
             extra += [np.zeros(1, self._source.dtype), np.zeros(2, np.int64)]
-        if self._n_output:
+        if self._n_output and self._launched:
             self._launch(arrays, extra)
+        elif self._n_output:  # numba compiles (or loads) it now (Note [Compile status])
+            start = time.perf_counter()
+            self._launch(arrays, extra)
+            self._launched = True
+            progress.kernel_launched(time.perf_counter() - start)
         if self.spec.kind == "cross_entropy":
             return self._cross_entropy_result(outs[0], extra[-2], extra[-1])
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -59,6 +59,10 @@ DISABLED_MESSAGE = ("Compilation is disabled (JITGRAD_DISABLE=1): the function r
                     "and nothing was captured")
 
 
+# the compile phases explain() reports, in pipeline order
+PHASES = ("trace", "backend", "joint graph", "codegen", "guards", "numba")
+
+
 @dataclasses.dataclass
 class ExplainOutput:
     """What `jitgrad.explain(fn)(*args)` saw while running `fn` once for real.
@@ -67,7 +71,8 @@ class ExplainOutput:
     fusion groups as printable listings (the numba backend's kernels; empty for eager);
     graph_break_count: real breaks (a frame that ran wholly eagerly is a frame outcome, not
     a break); guards: generated guard source per compiled entry; ops_per_graph:
-    call_function nodes per graph; compile_times: seconds per phase (trace, backend, guards);
+    call_function nodes per graph; compile_times: seconds per phase (`PHASES`: the backend's
+    time includes its joint graph and codegen; numba's is the kernels' first launches);
     disabled: JITGRAD_DISABLE=1 was set, so the call ran eagerly and nothing was compiled.
     """
 
@@ -118,7 +123,9 @@ class ExplainOutput:
             lines.append(f"Guards of entry {i}:")
             lines += ["  " + line for line in guard.splitlines()]
         if self.compile_times:
-            times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.compile_times.items())
+            phases = sorted(self.compile_times, key=lambda k: PHASES.index(k)
+                            if k in PHASES else len(PHASES))
+            times = ", ".join(f"{k} {self.compile_times[k] * 1e3:.1f} ms" for k in phases)
             lines.append(f"Compile time: {times}")
         return "\n".join(lines)
 
