@@ -7,6 +7,7 @@ them here keeps `tensor.py` about state and autograd, and one op one definition.
 
 from __future__ import annotations
 
+from jitgrad.eager import legacy_types
 from jitgrad.eager.ops import (
     activation,
     comparison,
@@ -25,7 +26,7 @@ from jitgrad.eager.ops import (
 from jitgrad.eager.tensor import Tensor
 
 OP_MODULES = (creation, random, pointwise, pointwise_math, comparison, activation, reduction,
-              shape, indexing, inplace, linalg, nn_ops, counting)
+              shape, indexing, inplace, linalg, nn_ops, counting, legacy_types)
 
 
 def install() -> None:
