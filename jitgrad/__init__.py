@@ -34,9 +34,11 @@ from jitgrad.eager.ops.activation import *  # noqa: F403
 from jitgrad.eager.ops.comparison import *  # noqa: F403
 from jitgrad.eager.ops.counting import *  # noqa: F403
 from jitgrad.eager.ops.creation import *  # noqa: F403
+from jitgrad.eager.ops.creation import inclusive_range as range  # noqa: A001 - torch.range
 from jitgrad.eager.ops.indexing import *  # noqa: F403
 from jitgrad.eager.ops.inplace import *  # noqa: F403
 from jitgrad.eager.ops.linalg import *  # noqa: F403
+from jitgrad.eager.ops.matrix import *  # noqa: F403
 from jitgrad.eager.ops.nn_ops import *  # noqa: F403
 from jitgrad.eager.ops.pointwise import *  # noqa: F403
 from jitgrad.eager.ops.pointwise_math import *  # noqa: F403

@@ -16,17 +16,20 @@ from jitgrad.eager.ops import (
     indexing,
     inplace,
     linalg,
+    matrix,
     nn_ops,
     pointwise,
     pointwise_math,
     random,
     reduction,
     shape,
+    storage,
 )
 from jitgrad.eager.tensor import Tensor
 
 OP_MODULES = (creation, random, pointwise, pointwise_math, comparison, activation, reduction,
-              shape, indexing, inplace, linalg, nn_ops, counting, legacy_types)
+              shape, indexing, inplace, linalg, matrix, nn_ops, counting,
+              storage, legacy_types)
 
 
 def install() -> None:
