@@ -55,11 +55,13 @@ from jitgrad.nn.functional_activation import (
     threshold_,
 )
 from jitgrad.nn.functional_conv import (
+    avg_pool1d,
     avg_pool2d,
     conv1d,
     conv2d,
     conv_transpose1d,
     conv_transpose2d,
+    max_pool1d,
     max_pool2d,
 )
 from jitgrad.nn.functional_norm import batch_norm, group_norm, instance_norm
@@ -71,6 +73,8 @@ from jitgrad.nn.functional_sampling import (
     dropout1d,
     dropout2d,
     interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
     prelu,
 )
 
@@ -470,5 +474,6 @@ __all__ = [
     "adaptive_max_pool1d", "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu",
     "avg_pool2d", "hardsigmoid", "hardswish", "threshold", "mish", "selu", "celu", "softsign",
     "tanhshrink", "hardshrink", "softshrink", "softmin", "glu", "relu_", "elu_", "hardtanh_",
-    "leaky_relu_", "threshold_", "selu_", "celu_",
+    "leaky_relu_", "threshold_", "selu_", "celu_", "max_pool1d", "avg_pool1d", "pixel_shuffle",
+    "pixel_unshuffle",
 ]
