@@ -51,6 +51,7 @@ from jitgrad.eager.tensor import Size, Tensor, device
 from jitgrad.eager.type_info import finfo, iinfo
 
 from jitgrad import autograd, cuda, distributed, linalg, nn, optim, special, utils  # noqa: E402  (after the Tensor methods exist)
+from jitgrad import distributions  # noqa: E402
 from jitgrad import accelerator, amp, backends, onnx  # noqa: E402  (torch's CPU-only answers)
 from jitgrad._patch import patch_torch, unpatch_torch  # noqa: E402
 from jitgrad.serialization import load, save  # noqa: E402
