@@ -1,0 +1,181 @@
+"""PixelShuffle/PixelUnshuffle, MaxPool1d/AvgPool1d, ParameterDict, the deprecated init
+aliases and clip_grad_norm, against numpy and values printed by torch 2.13.0 (quoted);
+gradients by gradcheck, compiled against eager."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn.functional as F  # noqa: N812
+from jitgrad import nn
+from jitgrad.autograd import gradcheck
+from tests.nn.compiled_parity import assert_compiled_matches_eager_in_one_graph
+
+RNG = np.random.default_rng(0)
+SIGNAL = jg.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0, 0.0, 7.0]]])
+
+
+def _pixel_shuffle_numpy(x, r):
+    *batch, c, h, w = x.shape
+    out = np.empty((*batch, c // (r * r), h * r, w * r), x.dtype)
+    for ch in range(c // (r * r)):
+        for i in range(r):
+            for j in range(r):
+                out[..., ch, i::r, j::r] = x[..., ch * r * r + i * r + j, :, :]
+    return out
+
+
+@pytest.mark.parametrize(("shape", "r"), [((1, 8, 2, 2), 2), ((2, 3, 9, 2, 3), 3), ((4, 1, 1), 2)])
+def test_pixel_shuffle_matches_the_published_layout_and_unshuffle_inverts_it(shape, r):
+    x = RNG.normal(size=shape)
+    out = F.pixel_shuffle(jg.tensor(x), r)
+    np.testing.assert_array_equal(out.numpy(), _pixel_shuffle_numpy(x, r))
+    np.testing.assert_array_equal(F.pixel_unshuffle(out, r).numpy(), x)
+    assert nn.PixelShuffle(r)(jg.tensor(x)).shape == out.shape
+    assert gradcheck(lambda t: F.pixel_shuffle(t, r), (jg.tensor(x, requires_grad=True),))
+
+
+def test_pixel_shuffle_values_and_reprs_printed_by_torch():
+    assert F.pixel_shuffle(jg.arange(8.0).reshape(1, 4, 1, 2), 2).tolist() == [
+        [[[0.0, 2.0, 1.0, 3.0], [4.0, 6.0, 5.0, 7.0]]]]
+    assert F.pixel_unshuffle(jg.arange(16.0).reshape(1, 1, 4, 4), 2).reshape(4, 4).tolist() == [
+        [0.0, 2.0, 8.0, 10.0], [1.0, 3.0, 9.0, 11.0], [4.0, 6.0, 12.0, 14.0],
+        [5.0, 7.0, 13.0, 15.0]]
+    assert repr(nn.PixelShuffle(3)) == "PixelShuffle(upscale_factor=3)"
+    assert repr(nn.PixelUnshuffle(2)) == "PixelUnshuffle(downscale_factor=2)"
+
+
+@pytest.mark.parametrize(("call", "pattern"), [
+    (lambda: F.pixel_shuffle(jg.ones(4, 2), 2), "at least 3 dimensions, but got input with 2"),
+    (lambda: F.pixel_shuffle(jg.ones(1, 3, 2, 2), 2), r"input.size\(-3\)=3 is not divisible by 4"),
+    (lambda: F.pixel_shuffle(jg.ones(1, 4, 2, 2), 0), "positive upscale_factor, but got 0"),
+    (lambda: F.pixel_unshuffle(jg.ones(1, 1, 3, 4), 2), r"height .* input.size\(-2\)=3"),
+    (lambda: F.pixel_unshuffle(jg.ones(1, 1, 4, 3), 2), r"width .* input.size\(-1\)=3"),
+    (lambda: F.pixel_unshuffle(jg.ones(1, 1, 4, 4), 0), "positive downscale_factor"),
+    (lambda: F.max_pool1d(SIGNAL[0, 0], 2), r"Expected 2D or 3D .* but got:\[7\]"),
+    (lambda: F.max_pool1d(SIGNAL, 2, 1, 2), "pad should be at most half"),
+    (lambda: F.avg_pool1d(SIGNAL[None], 2), "Expected 2D or 3D"),
+])
+def test_shape_errors_follow_torch(call, pattern):
+    with pytest.raises(RuntimeError, match=pattern):
+        call()
+
+
+def test_pool1d_values_printed_by_torch():
+    cases = [
+        (F.max_pool1d(SIGNAL, 2), [3.0, 5.0, 4.0]),
+        (F.max_pool1d(SIGNAL, 3, 1), [3.0, 5.0, 5.0, 5.0, 7.0]),
+        (F.max_pool1d(SIGNAL, 3, 2, 1), [3.0, 5.0, 5.0, 7.0]),
+        (F.max_pool1d(SIGNAL, 2, ceil_mode=True), [3.0, 5.0, 4.0, 7.0]),
+        (F.max_pool1d(SIGNAL, 2, 1, dilation=2), [2.0, 5.0, 4.0, 5.0, 7.0]),
+        (F.max_pool1d(SIGNAL, (2,), (2,)), [3.0, 5.0, 4.0]),
+        (F.avg_pool1d(SIGNAL, 2), [2.0, 3.5, 2.0]),
+        (nn.MaxPool1d(3, 2, 1)(SIGNAL), [3.0, 5.0, 5.0, 7.0]),
+    ]
+    for out, expected in cases:
+        assert out.shape == (1, 1, len(expected)) and out.reshape(-1).tolist() == expected
+    np.testing.assert_allclose(nn.AvgPool1d(3, 2, 1)(SIGNAL).numpy().ravel(),
+                               [4 / 3, 10 / 3, 3.0, 7 / 3], rtol=1e-6)
+    assert F.max_pool1d(SIGNAL[0], 2).tolist() == [[3.0, 5.0, 4.0]]  # unbatched (C, L)
+    assert repr(nn.MaxPool1d(3, 2, 1, 2, ceil_mode=True)) == (
+        "MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=2, ceil_mode=True)")
+    assert repr(nn.AvgPool1d(3)) == "AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))"
+
+
+def test_pool1d_gradients():
+    x = jg.tensor(RNG.normal(size=(2, 3, 9)), requires_grad=True)
+    assert gradcheck(lambda t: F.max_pool1d(t, 3, 2, 1), (x,))
+    assert gradcheck(lambda t: F.avg_pool1d(t, 4, 2, 2), (x,))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_upsampling_and_pooling_layers_compile_in_one_graph(backend):
+    jg.manual_seed(0)
+    image = nn.Sequential(nn.Conv2d(2, 8, 3, padding=1), nn.PixelShuffle(2), nn.PixelUnshuffle(2))
+    x = jg.randn(2, 2, 4, 4)
+    assert_compiled_matches_eager_in_one_graph(image, lambda t: (image(t) ** 2).mean(), x,
+                                               backend)
+    signal = nn.Sequential(nn.Conv1d(3, 4, 3), nn.MaxPool1d(2), nn.AvgPool1d(2, 1))
+    s = jg.randn(2, 3, 12)
+    assert_compiled_matches_eager_in_one_graph(signal, lambda t: (signal(t) ** 2).mean(), s,
+                                               backend)
+
+
+# ----- ParameterDict --------------------------------------------------------------------
+
+def test_parameter_dict_registers_its_values_as_torch_does():
+    plain = jg.zeros(2)
+    given = nn.Parameter(jg.ones(2, 3))
+    d = nn.ParameterDict({"b": given, "a": plain})
+    assert list(d) == ["a", "b"]  # a plain dict's keys are sorted, as in torch 2.13
+    assert d["b"] is given and isinstance(d["a"], nn.Parameter) and d["a"].requires_grad
+    model = nn.Module()
+    model.pd = d
+    assert [n for n, _ in model.named_parameters()] == ["pd.a", "pd.b"]
+    assert list(model.state_dict()) == ["pd.a", "pd.b"]
+    d["c"] = 3
+    assert d["c"] == 3 and len(d) == 3 and "c" in d and d.pop("c") == 3
+    d.update([("z", jg.ones(1))])
+    assert list(d.keys()) == ["a", "b", "z"] and d.get("q", 5) == 5
+    assert d.setdefault("w", jg.ones(1)).shape == (1,) and list(d)[-1] == "w"
+    assert d.popitem()[0] == "w"
+    del d["a"]
+    merged = d | {"k": jg.ones(1)}
+    assert list(merged) == ["b", "z", "k"] and list(d) == ["b", "z"] and merged["b"] is given
+    assert list(d.fromkeys(["p", "q"], jg.ones(1))) == ["p", "q"]
+    d.clear()
+    assert len(d) == 0 and repr(d) == "ParameterDict()"
+
+
+def test_parameter_dict_repr_and_errors():
+    d = nn.ParameterDict({"x": nn.Parameter(jg.ones(1, dtype=jg.float64)), "n": 3})
+    assert repr(d) == ("ParameterDict(\n    (n): Object of type: int\n"
+                       "    (x): Parameter containing: [jitgrad.DoubleTensor of size 1]\n)")
+    with pytest.raises(TypeError, match="not a string"):
+        d[1] = jg.ones(1)
+    with pytest.raises(AttributeError):
+        d["missing"]
+    with pytest.raises(RuntimeError, match="floating point"):
+        nn.ParameterDict({"i": jg.ones(2, dtype=jg.int64)})
+
+
+def test_parameter_dict_trains_with_an_optimizer():
+    d = nn.ParameterDict({"w": jg.tensor([1.0, -2.0])})
+    opt = jg.optim.SGD(d.parameters(), lr=0.1)
+    (d["w"] ** 2).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(d["w"].tolist(), [0.8, -1.6], rtol=1e-6)
+
+
+# ----- deprecated aliases ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("old", "new", "args"), [
+    ("uniform", "uniform_", (-1.0, 2.0)), ("normal", "normal_", (0.5, 2.0)),
+    ("constant", "constant_", (0.25,)), ("eye", "eye_", ()),
+    ("xavier_uniform", "xavier_uniform_", ()), ("xavier_normal", "xavier_normal_", ()),
+    ("kaiming_uniform", "kaiming_uniform_", ()), ("kaiming_normal", "kaiming_normal_", ()),
+    ("orthogonal", "orthogonal_", ()),
+])
+def test_deprecated_init_aliases_warn_and_fill_as_the_new_names(old, new, args):
+    jg.manual_seed(3)
+    expected = getattr(nn.init, new)(jg.empty(4, 5), *args)
+    jg.manual_seed(3)
+    target = jg.empty(4, 5)
+    with pytest.warns(FutureWarning, match=f"`nn.init.{old}` is now deprecated in favor of "
+                                           f"`nn.init.{new}`"):
+        out = getattr(nn.init, old)(target, *args)
+    assert out is target and out.tolist() == expected.tolist()
+
+
+def test_deprecated_clip_grad_norm_warns_and_clips():
+    p = nn.Parameter(jg.zeros(2))
+    p.grad = jg.tensor([3.0, 4.0])
+    with pytest.warns(FutureWarning, match="clip_grad_norm` is now deprecated"):
+        total = nn.utils.clip_grad_norm(p, 1.0)
+    assert total.item() == 5.0
+    np.testing.assert_allclose(p.grad.tolist(), [0.6, 0.8], rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nn.utils.clip_grad_norm_(p, 1.0)  # the current name does not warn
