@@ -179,3 +179,119 @@ def test_deprecated_clip_grad_norm_warns_and_clips():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nn.utils.clip_grad_norm_(p, 1.0)  # the current name does not warn
+
+
+# ----- EmbeddingBag ---------------------------------------------------------------------
+
+BAG_WEIGHT = np.arange(15.0).reshape(5, 3) / 7 - 1
+BAG_INPUT = [1, 2, 4, 4, 3, 0, 2]
+BAG_OFFSETS = [0, 2, 2, 5]  # bags [1, 2], [], [4, 4, 3], [0, 2]
+
+
+def _embedding_bag_numpy(ids, weight, bags, mode, padding_idx, sample_weights=None):
+    out = np.zeros((len(bags), weight.shape[1]))
+    for b, (start, end) in enumerate(bags):
+        keep = [i for i in range(start, end) if ids[i] != padding_idx]
+        if not keep:
+            continue
+        rows = weight[[ids[i] for i in keep]]
+        if sample_weights is not None:
+            rows = rows * np.asarray(sample_weights)[keep][:, None]
+        out[b] = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0)}[mode]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2, 4])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+def test_embedding_bag_matches_numpy_with_offsets(mode, padding_idx, include_last_offset):
+    weight = jg.tensor(BAG_WEIGHT, requires_grad=True)
+    offsets = BAG_OFFSETS + [7] if include_last_offset else BAG_OFFSETS
+    out = F.embedding_bag(jg.tensor(BAG_INPUT), weight, jg.tensor(offsets), mode=mode,
+                          padding_idx=padding_idx, include_last_offset=include_last_offset)
+    bags = list(zip(BAG_OFFSETS, BAG_OFFSETS[1:] + [7], strict=True))
+    np.testing.assert_allclose(out.detach().numpy(), _embedding_bag_numpy(
+        BAG_INPUT, BAG_WEIGHT, bags, mode, padding_idx), rtol=1e-12, atol=1e-15)
+    assert gradcheck(lambda w: F.embedding_bag(jg.tensor(BAG_INPUT), w, jg.tensor(offsets),
+                                               mode=mode, padding_idx=padding_idx,
+                                               include_last_offset=include_last_offset),
+                     (weight,))
+
+
+def test_embedding_bag_gradients_printed_by_torch():
+    # torch 2.13: grad of (embedding_bag(...) * arange(12).reshape(4, 3)).sum() wrt weight
+    weight = jg.tensor(BAG_WEIGHT, requires_grad=True)
+    coef = jg.arange(12.0, dtype=jg.float64).reshape(4, 3)
+    expected = {"sum": [[9, 10, 11], [0, 1, 2], [0, 0, 0], [6, 7, 8], [12, 14, 16]],
+                "mean": [[9, 10, 11], [0, 1, 2], [0, 0, 0], [2, 7 / 3, 8 / 3], [4, 14 / 3, 16 / 3]],
+                "max": [[9, 10, 11], [0, 1, 2], [0, 0, 0], [0, 0, 0], [6, 7, 8]]}
+    for mode, grad in expected.items():
+        weight.grad = None
+        out = F.embedding_bag(jg.tensor(BAG_INPUT), weight, jg.tensor(BAG_OFFSETS), mode=mode,
+                              padding_idx=2)
+        (out * coef).sum().backward()
+        np.testing.assert_allclose(weight.grad.numpy(), grad, rtol=1e-12)
+
+
+def test_embedding_bag_per_sample_weights_match_torch():
+    weight = jg.tensor(BAG_WEIGHT, requires_grad=True)
+    psw = jg.tensor([1.0, 2.0, 0.5, -1.0, 3.0, 1.0, 2.0], dtype=jg.float64, requires_grad=True)
+    out = F.embedding_bag(jg.tensor(BAG_INPUT), weight, jg.tensor(BAG_OFFSETS), mode="sum",
+                          per_sample_weights=psw)
+    bags = list(zip(BAG_OFFSETS, BAG_OFFSETS[1:] + [7], strict=True))
+    np.testing.assert_allclose(out.detach().numpy(), _embedding_bag_numpy(
+        BAG_INPUT, BAG_WEIGHT, bags, "sum", None, psw.tolist()), rtol=1e-12, atol=1e-15)
+    out.sum().backward()  # torch 2.13's gradients
+    np.testing.assert_allclose(weight.grad.numpy(), [[1] * 3, [1] * 3, [4] * 3, [3] * 3,
+                                                     [-0.5] * 3], rtol=1e-12)
+    np.testing.assert_allclose(psw.grad.numpy(), [-1.28571429, 0.0, 2.57142857, 2.57142857,
+                                                  1.28571429, -2.57142857, 0.0], atol=1e-8)
+
+
+@pytest.mark.parametrize(("call", "error", "pattern"), [
+    (lambda w: F.embedding_bag(jg.tensor(BAG_INPUT), w), ValueError,
+     "offsets has to be a 1D Tensor but got None"),
+    (lambda w: F.embedding_bag(jg.tensor([[1, 2]]), w, jg.tensor([0])), ValueError,
+     "if input is 2D, then offsets has to be None"),
+    (lambda w: F.embedding_bag(jg.tensor([1]), w, jg.tensor([0]), mode="min"), ValueError,
+     "mode has to be one of sum, mean or max"),
+    (lambda w: F.embedding_bag(jg.tensor(BAG_INPUT), w, jg.tensor([1, 2])), RuntimeError,
+     r"offsets\[0\] has to be 0"),
+    (lambda w: F.embedding_bag(jg.tensor(BAG_INPUT), w, jg.tensor([0, 9])), RuntimeError,
+     r"offsets\[-1\] can not be greater than input's length 7 but got offsets\[-1\] of 9"),
+    (lambda w: F.embedding_bag(jg.tensor([7]), w, jg.tensor([0])), RuntimeError,
+     "Expected idx >= 0 && idx < num_embeddings but found idx to be 7"),
+    (lambda w: F.embedding_bag(jg.tensor([1.0]), w, jg.tensor([0])), RuntimeError,
+     "scalar types: Long, Int"),
+    (lambda w: F.embedding_bag(jg.tensor([1]), w, jg.tensor([0]), mode="mean",
+                               per_sample_weights=jg.ones(1)), NotImplementedError,
+     "only supported for mode='sum'"),
+    (lambda w: F.embedding_bag(jg.tensor([1]), w, jg.tensor([0]), mode="max",
+                               scale_grad_by_freq=True), ValueError,
+     "max mode does not support scaling"),
+])
+def test_embedding_bag_errors_follow_torch(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call(jg.tensor(BAG_WEIGHT))
+
+
+def test_embedding_bag_module_matches_torch_layout():
+    jg.manual_seed(0)
+    bag = nn.EmbeddingBag(5, 3, mode="mean")
+    assert repr(bag) == "EmbeddingBag(5, 3, mode='mean')"
+    assert repr(nn.EmbeddingBag(5, 3, padding_idx=1, mode="max")) == (
+        "EmbeddingBag(5, 3, mode='max', padding_idx=1)")
+    assert list(bag.state_dict()) == ["weight"] and bag.weight.shape == (5, 3)
+    assert nn.EmbeddingBag(4, 2, padding_idx=1).weight[1].tolist() == [0.0, 0.0]
+    frozen = nn.EmbeddingBag.from_pretrained(jg.tensor(BAG_WEIGHT), mode="sum")
+    assert not frozen.weight.requires_grad
+    out = frozen(jg.tensor(BAG_INPUT), jg.tensor(BAG_OFFSETS))
+    np.testing.assert_allclose(out.numpy()[2], BAG_WEIGHT[[4, 4, 3]].sum(0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_embedding_bag_of_fixed_size_bags_compiles_in_one_graph(backend):
+    jg.manual_seed(0)
+    bag = nn.EmbeddingBag(6, 4, mode="mean", padding_idx=0)
+    ids = jg.tensor([[1, 0, 3], [5, 5, 2]])
+    assert_compiled_matches_eager_in_one_graph(bag, lambda t: (bag(t) ** 2).sum(), ids, backend)

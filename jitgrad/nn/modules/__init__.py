@@ -65,7 +65,7 @@ from jitgrad.nn.modules.rnn import (
 )
 from jitgrad.nn.modules.sampling import *  # noqa: F403
 from jitgrad.nn.modules.sampling import __all__ as _sampling_all
-from jitgrad.nn.modules.sparse import Embedding
+from jitgrad.nn.modules.sparse import Embedding, EmbeddingBag
 from jitgrad.nn.modules.transformer import (
     Transformer,
     TransformerDecoder,
@@ -86,4 +86,4 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer", *_sampling_all,
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
-           "ParameterDict", "MaxPool1d", "AvgPool1d"]
+           "ParameterDict", "MaxPool1d", "AvgPool1d", "EmbeddingBag"]
