@@ -295,3 +295,53 @@ def test_embedding_bag_of_fixed_size_bags_compiles_in_one_graph(backend):
     bag = nn.EmbeddingBag(6, 4, mode="mean", padding_idx=0)
     ids = jg.tensor([[1, 0, 3], [5, 5, 2]])
     assert_compiled_matches_eager_in_one_graph(bag, lambda t: (bag(t) ** 2).sum(), ids, backend)
+
+
+# ----- LazyLinear -----------------------------------------------------------------------
+
+def test_lazy_linear_materializes_on_first_call_and_becomes_linear():
+    lazy = nn.LazyLinear(3)
+    assert repr(lazy) == "LazyLinear(in_features=0, out_features=3, bias=True)"
+    assert type(lazy.weight).__name__ == "UninitializedParameter"
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+        _ = lazy.weight.shape
+    weight = lazy.weight
+    opt = jg.optim.SGD(lazy.parameters(), lr=0.5)  # built before the first call, as torch allows
+    x = jg.tensor(RNG.normal(size=(2, 4)), dtype=jg.float32)
+    out = lazy(x)
+    assert type(lazy) is nn.Linear and lazy.in_features == 4 and lazy.weight is weight
+    assert type(weight) is nn.Parameter and weight.shape == (3, 4) and lazy.bias.shape == (3,)
+    bound = 1 / 4 ** 0.5  # Linear's default init: U(-1/sqrt(in), 1/sqrt(in))
+    assert np.abs(weight.detach().numpy()).max() <= bound
+    np.testing.assert_allclose(out.detach().numpy(), x.numpy() @ weight.detach().numpy().T
+                               + lazy.bias.detach().numpy(), rtol=1e-6)
+    before = weight.detach().numpy().copy()
+    out.sum().backward()
+    opt.step()
+    np.testing.assert_allclose(weight.detach().numpy(), before - 0.5 * x.numpy().sum(0),
+                               rtol=1e-6)
+
+
+def test_lazy_linear_loads_a_state_dict_and_keeps_dtype_and_no_bias():
+    source = nn.Linear(4, 3, dtype=jg.float64)
+    lazy = nn.LazyLinear(3, dtype=jg.float64)
+    lazy.load_state_dict(source.state_dict())
+    assert type(lazy) is nn.LazyLinear and lazy.weight.shape == (3, 4)  # as in torch 2.13
+    assert lazy.weight.dtype == jg.float64 and lazy.weight.tolist() == source.weight.tolist()
+    plain = nn.LazyLinear(2, bias=False)
+    assert plain.bias is None and plain(jg.ones(5)).shape == (2,)
+
+
+def test_lazy_linear_first_compiled_call_breaks_then_later_calls_are_one_graph():
+    jg.manual_seed(0)
+    model = nn.Sequential(nn.LazyLinear(3), nn.ReLU(), nn.LazyLinear(2))
+    x = jg.randn(5, 4)
+
+    def loss(x):
+        return model(x).sum()
+
+    first = jg.explain(loss)(x)
+    assert [b.kind for b in first.break_reasons] == ["UNINITIALIZED_PARAMETER"]
+    again = jg.explain(loss)(x)
+    assert again.graph_count == 1 and again.graph_break_count == 0
+    np.testing.assert_allclose(jg.compile(loss)(x).item(), loss(x).item(), rtol=1e-6)

@@ -41,7 +41,7 @@ from jitgrad.nn.modules.container import ModuleDict, ModuleList, ParameterDict, 
 from jitgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from jitgrad.nn.modules.dropout import Dropout
 from jitgrad.nn.modules.flatten import Flatten, Unflatten
-from jitgrad.nn.modules.linear import Identity, Linear
+from jitgrad.nn.modules.linear import Identity, LazyLinear, Linear
 from jitgrad.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -86,4 +86,4 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer", *_sampling_all,
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
-           "ParameterDict", "MaxPool1d", "AvgPool1d", "EmbeddingBag"]
+           "ParameterDict", "MaxPool1d", "AvgPool1d", "EmbeddingBag", "LazyLinear"]
