@@ -34,9 +34,11 @@ from jitgrad.eager.ops.activation import *  # noqa: F403
 from jitgrad.eager.ops.comparison import *  # noqa: F403
 from jitgrad.eager.ops.counting import *  # noqa: F403
 from jitgrad.eager.ops.creation import *  # noqa: F403
+from jitgrad.eager.ops.creation import inclusive_range as range  # noqa: A001 - torch.range
 from jitgrad.eager.ops.indexing import *  # noqa: F403
 from jitgrad.eager.ops.inplace import *  # noqa: F403
 from jitgrad.eager.ops.linalg import *  # noqa: F403
+from jitgrad.eager.ops.matrix import *  # noqa: F403
 from jitgrad.eager.ops.nn_ops import *  # noqa: F403
 from jitgrad.eager.ops.pointwise import *  # noqa: F403
 from jitgrad.eager.ops.pointwise_math import *  # noqa: F403
@@ -49,6 +51,7 @@ from jitgrad.eager.tensor import Size, Tensor, device
 from jitgrad.eager.type_info import finfo, iinfo
 
 from jitgrad import autograd, cuda, distributed, linalg, nn, optim, special, utils  # noqa: E402  (after the Tensor methods exist)
+from jitgrad import distributions  # noqa: E402
 from jitgrad import accelerator, amp, backends, onnx  # noqa: E402  (torch's CPU-only answers)
 from jitgrad._patch import patch_torch, unpatch_torch  # noqa: E402
 from jitgrad.serialization import load, save  # noqa: E402

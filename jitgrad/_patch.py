@@ -14,6 +14,12 @@ AttributeError (so `hasattr` feature probes answer False, as nanoGPT's probe of
 `from torch.nn import Conv2d` would otherwise swallow it and print only "cannot import
 name". Both messages name the torch API, say that jitgrad does not implement it, and
 give the user's file:line (the first frame outside the import machinery and this file).
+
+Note [Shadowed torch names]: a few torch functions share their name with a jitgrad
+subpackage: `torch.trace` (the matrix trace) against `jitgrad.trace` (the tracer). The
+package keeps its name; `SHADOWED` gives the alias of that module torch's object instead,
+so `torch.trace(m)` in a swapped script is the matrix trace (plain jitgrad code calls
+`m.trace()`).
 """
 
 from __future__ import annotations
@@ -26,10 +32,16 @@ import sys
 import types
 from typing import Any
 
+from jitgrad.eager.ops.matrix import trace as matrix_trace
+
 _IMPORT_FRAMES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
                   importlib.__file__)
 HINT = ("jitgrad runs the part of the PyTorch API listed in its README "
         "(section 'Running PyTorch scripts'); rewrite this use, or run the script with PyTorch")
+
+
+# torch module -> {name: jitgrad's object for torch's}: see Note [Shadowed torch names]
+SHADOWED: dict[str, dict[str, Any]] = {"torch": {"trace": matrix_trace}}
 
 
 class MissingTorchAPIError(AttributeError):
@@ -95,6 +107,10 @@ class TorchAlias(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         target = self.__dict__["_jitgrad_target"]
+        shadowed = SHADOWED.get(self.__name__, {})
+        if name in shadowed:
+            self.__dict__[name] = shadowed[name]
+            return shadowed[name]
         try:
             value = getattr(target, name)
         except AttributeError:

@@ -18,6 +18,7 @@ FORBIDDEN = {
     "optim": {"trace", "codegen", "nn"},
     "utils": {"trace", "codegen", "nn", "optim"},
     "distributed": {"trace", "codegen", "nn", "optim", "utils", "compile"},
+    "distributions": {"trace", "codegen", "nn", "optim", "utils", "compile"},
 }
 
 

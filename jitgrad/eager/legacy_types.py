@@ -8,6 +8,12 @@ A legacy type is not a Tensor subclass (as in PyTorch): it is a constructor with
 `t.type(LongTensor)` converts. The `torch.cuda` types exist so that code naming them imports;
 constructing one raises TypeError, as PyTorch without CUDA does.
 
+`t.new(...)` is the legacy constructor on a tensor: t's dtype, and the same forms as the
+types (`new(2, 3)`, `new(Size)`, `new(data)`, `new()`); `new(u)` of a tensor u of t's dtype
+is an alias of u (a view keeping u's history, as torch's AliasBackward). It takes only a
+`device=` keyword. `set_default_tensor_type(FloatTensor or "torch.DoubleTensor")` sets the
+default float dtype (deprecated in PyTorch 2.1 and warned about, as there).
+
 `Variable(t, requires_grad=False)` returns a tensor sharing t's data, detached from t's
 graph, with the requested requires_grad (PyTorch >= 0.4); `isinstance(t, Variable)` holds
 for every tensor.
@@ -21,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes
-from jitgrad.eager.ops.creation import empty, tensor
+from jitgrad.eager.ops.creation import check_device, empty, tensor
 from jitgrad.eager.tensor import Size, Tensor
 
 _CPU_ONLY = "jitgrad runs on the CPU only (jitgrad.cuda.is_available() is False)"
@@ -87,5 +93,59 @@ class Variable(metaclass=_VariableMeta):
         return data.detach().requires_grad_(requires_grad)
 
 
+def new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
+    """`Tensor.new`: a tensor of self's dtype from sizes (uninitialized), data, or nothing.
+
+    Raises TypeError for a tensor of another dtype, a Python scalar as data, or keywords
+    other than `device`; RuntimeError for a negative size.
+    """
+    check_device(device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        data = args[0]
+        if data.dtype != self.dtype:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype} (that of self), got "
+                            f"{data.dtype}")
+        return data.view_as(data)
+    if len(args) == 1 and isinstance(args[0], (float, complex, bool)):
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
+        return tensor(args[0], dtype=self.dtype)
+    return empty(*args, dtype=self.dtype) if args else empty(0, dtype=self.dtype)
+
+
+def _default_type_named(name: str) -> type:
+    module, _, leaf = name.rpartition(".")
+    if module in ("torch.cuda", "jitgrad.cuda"):
+        raise TypeError(f"type torch.cuda.{leaf} not available: {_CPU_ONLY}")
+    if module not in ("torch", "jitgrad"):
+        raise ModuleNotFoundError(f"No module named {name!r}")
+    if leaf not in CPU_TYPES:
+        raise AttributeError(f"module {module!r} has no attribute {leaf!r}")
+    return CPU_TYPES[leaf]
+
+
+def set_default_tensor_type(t: type | str) -> None:
+    """Make `t` (a legacy type or its name, "torch.DoubleTensor") the default: its dtype
+    becomes the default float dtype.
+
+    Raises TypeError for a CUDA type or a non-floating type (AttributeError /
+    ModuleNotFoundError for a name that is no such type, as PyTorch's import does).
+    """
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    legacy = _default_type_named(t) if isinstance(t, str) else t
+    if not isinstance(legacy, LegacyTensorType):
+        raise TypeError("invalid type object: only floating-point types are supported as the "
+                        "default type")
+    if legacy.is_cuda:
+        raise TypeError(f"type {legacy.__qualname__} not available: {_CPU_ONLY}")
+    if not legacy.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    dtypes.set_default_dtype(legacy.dtype)
+
+
 globals().update(CPU_TYPES)  # jitgrad.FloatTensor, ... (torch has no torch.Variable)
-__all__ = list(CPU_TYPES)
+__all__ = [*CPU_TYPES, "set_default_tensor_type"]
+
+METHODS = {"new": new}

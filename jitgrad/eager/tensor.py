@@ -214,6 +214,11 @@ class Tensor:
     def is_complex(self) -> bool:
         return False
 
+    @property
+    def name(self) -> None:
+        """None, read-only (torch's TensorBase.name, which named-tensor code probes)."""
+        return None
+
     def data_ptr(self) -> int:
         return int(self._data.__array_interface__["data"][0])
 

@@ -8,6 +8,7 @@ pointwise ops (`declare.pointwise_op`) list theirs, in-place ones too, in `decla
 
 from __future__ import annotations
 
+from jitgrad.eager import legacy_types
 from jitgrad.eager.ops import (
     activation,
     comparison,
@@ -17,17 +18,20 @@ from jitgrad.eager.ops import (
     indexing,
     inplace,
     linalg,
+    matrix,
     nn_ops,
     pointwise,
     pointwise_math,
     random,
     reduction,
     shape,
+    storage,
 )
 from jitgrad.eager.tensor import Tensor
 
 OP_MODULES = (creation, random, pointwise, pointwise_math, comparison, activation, reduction,
-              shape, indexing, inplace, linalg, nn_ops, counting, declare)
+              shape, indexing, inplace, linalg, matrix, nn_ops, counting, declare,
+              storage, legacy_types)
 
 
 def install() -> None:

@@ -55,11 +55,13 @@ from jitgrad.nn.functional_activation import (
     threshold_,
 )
 from jitgrad.nn.functional_conv import (
+    avg_pool1d,
     avg_pool2d,
     conv1d,
     conv2d,
     conv_transpose1d,
     conv_transpose2d,
+    max_pool1d,
     max_pool2d,
 )
 from jitgrad.nn.functional_norm import batch_norm, group_norm, instance_norm
@@ -71,8 +73,11 @@ from jitgrad.nn.functional_sampling import (
     dropout1d,
     dropout2d,
     interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
     prelu,
 )
+from jitgrad.nn.functional_sparse import embedding, embedding_bag
 
 # ----- losses -------------------------------------------------------------------------
 
@@ -400,37 +405,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input * mask
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
-              max_norm: float | None = None, norm_type: float = 2.0,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of `weight` (num_embeddings, dim) picked by int `input` -> input.shape + (dim,).
-
-    max_norm: first, under no_grad, each row that `input` picks and whose `norm_type`
-    norm exceeds max_norm is scaled in place to norm max_norm (times max_norm /
-    (norm + 1e-7), as torch.embedding_renorm_), so `weight` changes.
-    Raises NotImplementedError for scale_grad_by_freq or sparse (jitgrad has no sparse
-    gradients); IndexError/RuntimeError for bad ids (see nn_ops.embedding).
-    """
-    if scale_grad_by_freq or sparse:
-        flag = "scale_grad_by_freq" if scale_grad_by_freq else "sparse"
-        raise NotImplementedError(f"embedding: jitgrad does not implement {flag}=True (dense "
-                                  "gradients only); leave it False")
-    if max_norm is not None:
-        embedding_renorm_(weight, input, max_norm, norm_type)
-    return nn_ops.embedding(input, weight, padding_idx)
-
-
-def embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> Tensor:
-    """Scale the rows of `weight` picked by `input` whose norm exceeds max_norm, in place."""
-    with no_grad():
-        ids = input.reshape(-1).unique()
-        rows = weight[ids]
-        norms = rows.norm(p=norm_type, dim=1, keepdim=True).double()
-        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).to(weight.dtype)
-        weight[ids] = rows * scale
-    return weight
-
-
 # ----- similarity --------------------------------------------------------------------------
 
 
@@ -470,5 +444,6 @@ __all__ = [
     "adaptive_max_pool1d", "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu",
     "avg_pool2d", "hardsigmoid", "hardswish", "threshold", "mish", "selu", "celu", "softsign",
     "tanhshrink", "hardshrink", "softshrink", "softmin", "glu", "relu_", "elu_", "hardtanh_",
-    "leaky_relu_", "threshold_", "selu_", "celu_",
+    "leaky_relu_", "threshold_", "selu_", "celu_", "embedding_bag", "max_pool1d", "avg_pool1d",
+    "pixel_shuffle", "pixel_unshuffle",
 ]

@@ -240,13 +240,54 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     Raises RuntimeError for padding above half the kernel; NotImplementedError for
     return_indices=True.
     """
+    return _max_pool(input, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def _max_pool(input: Tensor, name: str, kernel_size: Any, stride: Any, padding: Any,
+              dilation: Any, ceil_mode: bool, return_indices: bool) -> Tensor:
     if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not implemented by "
+        raise NotImplementedError(f"{name}: return_indices=True is not implemented by "
                                   "jitgrad; take the max without indices")
-    windows, unbatched = _pool_windows(input, "max_pool2d", kernel_size, stride, padding,
-                                       dilation, ceil_mode, -math.inf)
+    windows, unbatched = _pool_windows(input, name, kernel_size, stride, padding, dilation,
+                                       ceil_mode, -math.inf)
     out = windows.max(-1).values.permute(0, 3, 1, 2).contiguous()
     return out.squeeze(0) if unbatched else out
+
+
+def _as_image_row(input: Tensor, name: str) -> Tensor:
+    """(N, C, L) or (C, L) as a height-1 image (N, C, 1, L) / (C, 1, L) for the 2-D pools."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{list(input.shape)}")
+    return input.unsqueeze(-2)
+
+
+def _row_args(kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> tuple:
+    """The 1-D pool arguments as (1, k) pairs (padding (0, p)); stride None stays None."""
+    kernel = _single(kernel_size, "kernel_size")
+    step = None if stride is None or stride == [] else (1, _single(stride, "stride"))
+    return (1, kernel), step, (0, _single(padding, "padding")), (1, _single(dilation, "dilation"))
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Max over each window of k: (N, C, L) or (C, L) -> (N, C, OL); max_pool2d's rules over
+    a height-1 image (stride defaults to kernel_size, padding counts as -inf)."""
+    kernel, step, pad, dil = _row_args(kernel_size, stride, padding, dilation)
+    out = _max_pool(_as_image_row(input, "max_pool1d"), "max_pool1d", kernel, step or kernel,
+                    pad, dil, ceil_mode, return_indices)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Mean over each window of k: (N, C, L) or (C, L) -> (N, C, OL); avg_pool2d's rules
+    (and its NotImplementedError cases) over a height-1 image."""
+    kernel, step, pad, _ = _row_args(kernel_size, stride, padding, 1)
+    out = _avg_pool(_as_image_row(input, "avg_pool1d"), "avg_pool1d", kernel, step or kernel,
+                    pad, ceil_mode, count_include_pad, None)
+    return out.squeeze(-2)
 
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -258,16 +299,21 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     Raises NotImplementedError for count_include_pad=False with padding, ceil_mode or
     divisor_override (not implemented by jitgrad).
     """
+    return _avg_pool(input, "avg_pool2d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _avg_pool(input: Tensor, name: str, kernel_size: Any, stride: Any, padding: Any,
+              ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> Tensor:
     if ceil_mode or divisor_override is not None or (
             not count_include_pad and _pair(padding, "padding") != (0, 0)):
-        raise NotImplementedError("avg_pool2d: jitgrad implements the default mean only "
+        raise NotImplementedError(f"{name}: jitgrad implements the default mean only "
                                   "(ceil_mode=False, count_include_pad=True, no "
                                   "divisor_override)")
-    windows, unbatched = _pool_windows(input, "avg_pool2d", kernel_size, stride, padding, 1,
-                                       False, 0.0)
+    windows, unbatched = _pool_windows(input, name, kernel_size, stride, padding, 1, False, 0.0)
     out = windows.mean(-1).permute(0, 3, 1, 2).contiguous()
     return out.squeeze(0) if unbatched else out
 
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool2d",
-           "avg_pool2d"]
+           "avg_pool2d", "max_pool1d", "avg_pool1d"]

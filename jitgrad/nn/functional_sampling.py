@@ -1,6 +1,7 @@
 """Resampling, adaptive pooling, non-constant padding and channel dropout of
 `jitgrad.nn.functional` (re-exported there: `F.interpolate`, `F.adaptive_avg_pool1d/2d`,
-`F.adaptive_max_pool1d/2d`, `F.pad` modes, `F.dropout1d/2d`, `F.prelu`).
+`F.adaptive_max_pool1d/2d`, `F.pad` modes, `F.dropout1d/2d`, `F.prelu`, `F.pixel_shuffle`,
+`F.pixel_unshuffle`).
 
 Each is a composite: every index it reads is computed from shapes alone, at call time,
 so under `@jitgrad.compile` the indices are constants of the graph and gradients come from
@@ -12,6 +13,9 @@ index_select / narrow / mean / amax. Index rules follow PyTorch:
   two neighbours floor(src), min(floor(src) + 1, in - 1) weighted by the fraction.
 - adaptive pooling: output cell i covers [floor(i * in / out), ceil((i + 1) * in / out)).
 - pad "reflect" mirrors without repeating the edge, "replicate" repeats it, "circular" wraps.
+- pixel_shuffle (Shi et al. 2016, "Real-Time Single Image and Video Super-Resolution"):
+  channel c*r*r + i*r + j of (*, C*r*r, H, W) goes to pixel (h*r + i, w*r + j) of channel c;
+  pixel_unshuffle is its inverse. Both are a reshape, a permute and a reshape.
 """
 
 from __future__ import annotations
@@ -191,6 +195,51 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return input.where(input >= 0, input * weight)
 
 
+def _check_factor(name: str, kind: str, input: Tensor, factor: int) -> None:
+    if input.ndim < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.ndim} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {kind}, but got {factor}")
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r) for r = upscale_factor.
+
+    Raises RuntimeError for fewer than 3 dims, r <= 0, or channels not divisible by r*r.
+    """
+    r = int(upscale_factor)
+    _check_factor("pixel_shuffle", "upscale_factor", input, r)
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    n = len(batch)
+    split = input.reshape(*batch, c // (r * r), r, r, h, w)
+    order = (*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return split.permute(order).reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W) for r = downscale_factor, pixel_shuffle's inverse.
+
+    Raises RuntimeError for fewer than 3 dims, r <= 0, or H, W not divisible by r.
+    """
+    r = int(downscale_factor)
+    _check_factor("pixel_unshuffle", "downscale_factor", input, r)
+    *batch, c, h, w = input.shape
+    for what, size, dim in (("height", h, -2), ("width", w, -1)):
+        if size % r:
+            raise RuntimeError(f"pixel_unshuffle expects {what} to be divisible by "
+                               f"downscale_factor, but input.size({dim})={size} is not "
+                               f"divisible by {r}")
+    n = len(batch)
+    split = input.reshape(*batch, c, h // r, r, w // r, r)
+    order = (*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return split.permute(order).reshape(*batch, c * r * r, h // r, w // r)
+
+
 def pad_pairs(pad: Sequence[int], ndim: int) -> list[tuple[int, int]]:
     """F.pad's flat (left, right, top, bottom, ...) as (before, after) pairs of the last dims,
     in dim order. Raises RuntimeError for an odd count or more pairs than dims."""
@@ -202,4 +251,5 @@ def pad_pairs(pad: Sequence[int], ndim: int) -> list[tuple[int, int]]:
 
 
 __all__ = ["interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu"]
+           "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu", "pixel_shuffle",
+           "pixel_unshuffle"]

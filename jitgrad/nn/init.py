@@ -205,6 +205,32 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None =
     return _fill(tensor, gain * q.reshape(shape))
 
 
+def _deprecated(init: Any) -> Any:
+    """`nn.init.<name>` without the underscore: the same function with a FutureWarning."""
+    new_name = init.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return init(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated `{new_name}` (FutureWarning, as PyTorch)."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
            "zeros_", "eye_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_", "orthogonal_"]
+           "kaiming_normal_", "orthogonal_", "uniform", "normal", "constant", "eye",
+           "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal"]

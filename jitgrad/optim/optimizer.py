@@ -190,7 +190,13 @@ class Optimizer:
 
 
 def _cast_state(param: Tensor, key: str, value: Any) -> Any:
-    """A state entry ready for `param`: float tensors take the parameter's dtype, except "step"."""
+    """A state entry ready for `param`: float tensors take the parameter's dtype, except "step";
+    lists, tuples and dicts are rebuilt around them (as torch's `_cast`), so the loaded
+    optimizer never appends to the saved one's history lists (LBFGS's "old_dirs")."""
+    if isinstance(value, dict):
+        return {k: _cast_state(param, k, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, key, v) for v in value)
     if key == "step" or not isinstance(value, Tensor) or not param.is_floating_point():
         return value
     return value.to(param.dtype)

@@ -39,7 +39,9 @@ Refused, so the instruction runs eagerly at a graph break (or raises eager's err
 - an input sharing memory with another input (checked when the trace ends, not guarded
   on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
 - `x[i] = v` with an index mixing slices and index tensors: `UNSUPPORTED_INDEX` (other
-  indices record `index_put`).
+  indices record `index_put`);
+- an in-place op changing the shape (`squeeze_`, `unsqueeze_`, `transpose_`, `resize_`):
+  `INPLACE_SHAPE_CHANGE`.
 Tensors made inside the graph may be written in place freely, with or without grad.
 
 Writes autograd does not see: a write under no_grad, or through a `.data`/`.detach()`
@@ -482,6 +484,24 @@ def _install_functional_methods() -> None:
 
 
 _install_functional_methods()
+
+# in-place ops that change a tensor's shape or storage: a FakeTensor's value is a node of a
+# fixed shape, so these run eagerly at a graph break (their result then enters the rest)
+SHAPE_CHANGING_INPLACE = ("squeeze_", "unsqueeze_", "transpose_", "resize_")
+
+
+def _shape_changing_method(name: str) -> Callable[..., Any]:
+    def method(self: FakeTensor, *args: Any, **kwargs: Any) -> Any:
+        raise Unsupported("INPLACE_SHAPE_CHANGE", f"{name}() changes the shape of a traced "
+                          "tensor in place", f"use the out-of-place {name[:-1]}() and rebind "
+                          "the name to keep it in the graph")
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name in SHAPE_CHANGING_INPLACE:
+    setattr(FakeTensor, _name, _shape_changing_method(_name))
 
 
 class FakeNumber(FakeTensor):

@@ -163,6 +163,11 @@ class TraceContext:
         """
         if isinstance(value, FakeTensor):
             return TensorVar(value)
+        if isinstance(value, Tensor) and getattr(value, "_jitgrad_uninitialized", False):
+            # a lazy module's parameter has no shape until its first call materializes it
+            raise Unsupported("UNINITIALIZED_PARAMETER", "a lazy module's parameter is read "
+                              "before its first call gave it a shape",
+                              "call the module once before compiling it")
         if isinstance(value, Tensor):
             return TensorVar(self.lift(value, source))
         if type(value) in (int, float) and source in self.dynamic_numbers:

@@ -74,3 +74,18 @@ def test_onnx_export_is_refused_with_the_reason():
     assert not jg.onnx.is_in_onnx_export()
     with pytest.raises(RuntimeError, match=r"^torch\.onnx\.export: jitgrad has no ONNX exporter"):
         jg.onnx.export(jg.nn.Linear(2, 2), jg.ones(1, 2), "model.onnx")
+
+
+def test_cuda_queries_answer_as_torch_2_13_cpu_build():
+    assert jg.cuda.memory_allocated() == 0 and jg.cuda.memory_reserved(0) == 0
+    assert jg.cuda.set_device(-1) is None  # a negative index is ignored
+    for target in (0, "cuda:1", jg.device("cuda", 1)):
+        with pytest.raises(AttributeError, match="CPU only"):
+            jg.cuda.set_device(target)
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        jg.cuda.current_device()
+    with jg.cuda.device(-1):
+        pass
+    with pytest.raises(RuntimeError, match="compiled without CUDA support"):
+        with jg.cuda.device(0):
+            pass

@@ -163,3 +163,16 @@ def test_submodules_are_attributes_without_an_import_as_in_torch():
                           env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, timeout=120)
     # torch.nn.parallel.DistributedDataParallel.__module__ is torch.nn.parallel.distributed too
     assert done.stdout == "jitgrad.nn.parallel.distributed SummaryWriter False\n", done.stderr
+
+
+def test_torch_trace_is_the_matrix_trace_although_jitgrad_trace_is_the_tracer(tmp_path):
+    # Note [Shadowed torch names]: jitgrad.trace stays the tracer package
+    path = _write(tmp_path, "uses_trace.py", """\
+        import torch
+        from torch import trace
+
+        m = torch.arange(6.0).reshape(2, 3)
+        result = (torch.trace(m).item(), trace(m).item(), m.trace().item())
+        """)
+    assert run_script(path)["result"] == (4.0, 4.0, 4.0)
+    assert isinstance(jitgrad.trace, type(jitgrad))

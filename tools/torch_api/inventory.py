@@ -14,7 +14,8 @@ programs (docs/torch_api/usage.tsv), and looks each name up in jitgrad at the sa
   RuntimeError with the reason, shown in the table;
 - missing: no such attribute; through the import swap it raises MissingTorchAPIError
   naming the torch path and the user's line. A jitgrad submodule standing where torch has a
-  function (`jitgrad.trace`, the tracer, at `torch.trace`) is missing too.
+  function is missing too, unless the import swap maps the torch name elsewhere
+  (`torch.trace`, see Note [Shadowed torch names] in jitgrad/_patch.py).
 
 The missing names are ranked by the number of public-program files that use them.
 tests/realprograms/test_torch_coverage.py regenerates the table and compares it with the
@@ -29,6 +30,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitgrad._patch import SHADOWED
 from jitgrad.refusal import REFUSED_ATTRIBUTE
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "torch_api"
@@ -54,6 +56,8 @@ def read_tsv(path: Path) -> list[list[str]]:
 def jitgrad_object(torch_path: str) -> object:
     """What jitgrad has at `torch_path` (module, class or attribute), or _MISSING."""
     owner_path, name = torch_path.rsplit(".", 1)
+    if name in SHADOWED.get(owner_path, {}):
+        return SHADOWED[owner_path][name]
     if owner_path == "torch.Tensor":
         owner: object = importlib.import_module("jitgrad").Tensor
     else:

@@ -1,11 +1,13 @@
-"""Ops that count values: bincount, histc, histogram, unique.
+"""Ops that count values: bincount, histc, histogram, unique, mode.
 
 bincount's length (max + 1) is read from the values by its entry function, which breaks
 a traced graph there; unique's size (the number of distinct values) is known only after
 running it, so its shape rule raises, as nonzero's does.
 Only `bincount` with weights has a gradient (to the weights: each weight gets the
 gradient of its bin); PyTorch defines none for any of them, and jitgrad gives histc,
-histogram and unique none either (their outputs do not require grad).
+histogram and unique none either (their outputs do not require grad). `mode` returns
+(values, indices) like max(dim): its gradient goes to the returned index (sorting.py,
+Note [Values at indices]).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.ops.pointwise import not_implemented_for
+from jitgrad.eager.ops.reduction import check_nonempty_reduction
 from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.ops.sorting import of_0d, return_type, values_and_indices
+from jitgrad.eager.tensor import Tensor, normalize_dim
 
 HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
 HistogramResult.__module__ = "jitgrad.return_types"
@@ -196,6 +200,44 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     return (values, *([inverse] if return_inverse else []), *([counts] if return_counts else []))
 
 
-__all__ = ["bincount", "histc", "histogram", "unique"]
+# ----- mode -----------------------------------------------------------------------------
 
-METHODS = {"bincount": bincount, "histc": histc, "histogram": histogram, "unique": unique}
+ModeResult = return_type("mode")
+
+
+def _argmode_forward(x: np.ndarray, dim: int) -> np.ndarray:
+    """Index (keepdims) of the most frequent value along `dim`: among equally frequent
+    values the smallest, at its last occurrence (what PyTorch's CPU kernel returns)."""
+    rows = np.moveaxis(x, dim, -1)
+    flat = rows.reshape(-1, rows.shape[-1])
+    index = np.empty(flat.shape[0], dtype=np.int64)
+    for r, row in enumerate(flat):
+        values, counts = np.unique(row, return_counts=True)
+        winner = values[np.argmax(counts)]  # unique sorts, argmax takes the first maximum
+        hits = np.flatnonzero(row == winner) if winner == winner else np.flatnonzero(row != row)
+        index[r] = hits[-1]
+    return np.moveaxis(index.reshape(*rows.shape[:-1], 1), -1, dim)
+
+
+ARGMODE = register("argmode", _argmode_forward)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
+    """`(values, indices)`: the most frequent value along `dim` (ties: the smallest value)
+    and the index of its last occurrence. Gradient: to that index.
+
+    Raises IndexError when `dim` has size 0.
+    """
+    data = input._data
+    if data.ndim == 0:
+        return of_0d(input, ModeResult)
+    d = normalize_dim(int(dim), data.ndim)
+    check_nonempty_reduction("mode", data.shape, (d,))
+    index = apply_op(ARGMODE, (input,), (data,), {"dim": d})
+    return values_and_indices(input, index, d, keepdim, ModeResult)
+
+
+__all__ = ["bincount", "histc", "histogram", "unique", "mode"]
+
+METHODS = {"bincount": bincount, "histc": histc, "histogram": histogram, "unique": unique,
+           "mode": mode}

@@ -11,6 +11,7 @@ Random factories live in `random.py`.
 
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 from collections.abc import Sequence
@@ -358,6 +359,31 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={first}, end={last}, step={step})")
     array = np.arange(first, last, step, dtype=np.int64 if integral else np.float64)
+    return finish(array.astype(np_dtype, copy=False), requires_grad)
+
+
+def inclusive_range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None,
+                    device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Deprecated `torch.range`: start + i * step for i = 0 .. floor((end - start) / step),
+    end included; the default float dtype unless `dtype` is given (also for int bounds).
+
+    Raises RuntimeError for step 0 or a step whose sign does not lead from start to end.
+    """
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    check_device(device)
+    np_dtype = _factory_dtype(dtype, dtypes.get_default_dtype())
+    integral = np_dtype.kind in "iub"
+    first, last, step = (int(v) if integral else float(v)
+                         for v in (_number(start), _number(end), _number(step)))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (last - first) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = int(math.floor((last - first) / step)) + 1
+    array = np.arange(count, dtype=np.int64 if integral else np.float64) * step + first
     return finish(array.astype(np_dtype, copy=False), requires_grad)
 
 

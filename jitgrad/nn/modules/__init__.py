@@ -37,11 +37,11 @@ from jitgrad.nn.modules.batchnorm import (
     InstanceNorm2d,
     InstanceNorm3d,
 )
-from jitgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
+from jitgrad.nn.modules.container import ModuleDict, ModuleList, ParameterDict, Sequential
 from jitgrad.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from jitgrad.nn.modules.dropout import Dropout
 from jitgrad.nn.modules.flatten import Flatten, Unflatten
-from jitgrad.nn.modules.linear import Identity, Linear
+from jitgrad.nn.modules.linear import Identity, LazyLinear, Linear
 from jitgrad.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -52,7 +52,7 @@ from jitgrad.nn.modules.loss import (
 )
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.modules.normalization import LayerNorm
-from jitgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
+from jitgrad.nn.modules.pooling import AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from jitgrad.nn.modules.rnn import (
     GRU,
     LSTM,
@@ -65,7 +65,7 @@ from jitgrad.nn.modules.rnn import (
 )
 from jitgrad.nn.modules.sampling import *  # noqa: F403
 from jitgrad.nn.modules.sampling import __all__ as _sampling_all
-from jitgrad.nn.modules.sparse import Embedding
+from jitgrad.nn.modules.sparse import Embedding, EmbeddingBag
 from jitgrad.nn.modules.transformer import (
     Transformer,
     TransformerDecoder,
@@ -85,4 +85,5 @@ __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", 
            "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer", *_sampling_all,
-           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+           "ParameterDict", "MaxPool1d", "AvgPool1d", "EmbeddingBag", "LazyLinear"]

@@ -1,8 +1,10 @@
-"""Containers: `Sequential`, `ModuleList`, `ModuleDict` (torch.nn containers).
+"""Containers: `Sequential`, `ModuleList`, `ModuleDict`, `ParameterDict` (torch.nn containers).
 
 Children live in `_modules` like any submodule, so traversal, state_dict keys ("0.weight")
 and printing come from `Module`. Sequential and ModuleList key their children "0", "1", ...
-and renumber after a deletion, as PyTorch does.
+and renumber after a deletion, as PyTorch does. A ParameterDict stores each entry as an
+attribute of itself (so tensors register as parameters named by their key) and keeps the
+key order in `_keys`; a plain tensor is wrapped in a Parameter, other values stay as they are.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from jitgrad.eager.tensor import Tensor
 from jitgrad.nn.modules.module import Module, _addindent, typename
+from jitgrad.nn.parameter import Parameter
 
 
 def _normalize_index(index: Any, size: int) -> int:
@@ -221,4 +225,140 @@ class ModuleDict(Module):
             self[pair[0]] = pair[1]
 
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+_NO_DEFAULT = object()
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters registered on the module under their keys (strings).
+
+    Built from a mapping (a plain dict's keys are sorted, as PyTorch does; an OrderedDict or
+    ParameterDict keeps its order) or from (key, value) pairs.
+    Raises TypeError for a key that is not a string; a missing key raises AttributeError
+    (the lookup is `getattr`, as in PyTorch).
+    """
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def _check_key(self, key: Any) -> str:
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a "
+                            f"string (type is '{type(key).__name__}'). Open an issue on github "
+                            "if you need non-string keys.")
+        return key
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, self._check_key(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._check_key(key)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, key, value)
+        self._keys[key] = None
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __or__(self, other: Any) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ior__(self, other: Any) -> ParameterDict:
+        self.update(other)
+        return self
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same parameter objects."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def keys(self) -> Iterable[str]:
+        return self._keys.keys()
+
+    def values(self) -> Iterable[Any]:
+        return [self[k] for k in self._keys]
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return [(k, self[k]) for k in self._keys]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key: str, default: Any = _NO_DEFAULT) -> Any:
+        if key not in self and default is not _NO_DEFAULT:
+            return default
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self) -> tuple[str, Any]:
+        """The last (key, value) pair, removed."""
+        key = next(reversed(self))
+        return key, self.pop(key)
+
+    def clear(self) -> None:
+        for key in list(self._keys):
+            del self[key]
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        """A new ParameterDict with every key mapped to `default`."""
+        return ParameterDict((k, default) for k in keys)
+
+    def update(self, parameters: Any) -> None:
+        """Add entries from a mapping or an iterable of (key, value) pairs.
+
+        Raises TypeError/ValueError for an element that is not a (key, value) pair.
+        """
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            f"key/value pairs, but got {type(parameters).__name__}")
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs: Iterable[Any] = list(parameters.items())
+        elif isinstance(parameters, Mapping):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = parameters
+        for j, pair in enumerate(pairs):
+            if not isinstance(pair, Iterable):
+                raise TypeError(f"ParameterDict update sequence element #{j} should be "
+                                f"Iterable; is {type(pair).__name__}")
+            pair = tuple(pair)
+            if len(pair) != 2:
+                raise ValueError(f"ParameterDict update sequence element #{j} has length "
+                                 f"{len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
+
+    def extra_repr(self) -> str:
+        lines = []
+        for key, value in self.items():
+            if isinstance(value, Tensor):
+                size = "x".join(str(n) for n in value.size())
+                lines.append(f"  ({key}): Parameter containing: [{value.type()} of size {size}]")
+            else:
+                lines.append(f"  ({key}): Object of type: {type(value).__name__}")
+        return "\n".join(lines)
+
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterDict"]

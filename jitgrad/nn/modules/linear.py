@@ -10,7 +10,7 @@ from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn import init
 from jitgrad.nn.modules.module import Module
-from jitgrad.nn.parameter import Parameter
+from jitgrad.nn.parameter import Parameter, UninitializedParameter
 
 
 class Identity(Module):
@@ -71,4 +71,44 @@ class NonDynamicallyQuantizableLinear(Linear):
     name (e.g. in `torch.serialization.safe_globals` to load a pickled transformer)."""
 
 
-__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
+class LazyLinear(Linear):
+    """A Linear whose in_features is the last dim of its first input (torch.nn.LazyLinear).
+
+    Until then weight and bias are `UninitializedParameter`s (in_features reads 0); the first
+    call materializes them as (out_features, in_features) and (out_features,), draws
+    Linear's default init and turns the module into a `Linear`. Loading a state dict
+    materializes them with the saved shapes instead (the module stays a LazyLinear, as in
+    PyTorch). Optimizers may be built before the first call: the parameters keep their
+    identity.
+    """
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        Module.__init__(self)
+        self.in_features = 0
+        self.out_features = out_features
+        self.weight = UninitializedParameter(dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        """Linear's default init, once the parameters have shapes."""
+        if self.in_features != 0:
+            super().reset_parameters()
+
+    def forward(self, input: Tensor) -> Tensor:
+        if isinstance(self.weight, UninitializedParameter):
+            self.in_features = input.shape[-1]
+            self.weight.materialize((self.out_features, self.in_features))
+            if isinstance(self.bias, UninitializedParameter):
+                self.bias.materialize((self.out_features,))
+            self.reset_parameters()
+            self.__class__ = self.cls_to_become
+        return F.linear(input, self.weight, self.bias)
+
+
+__all__ = ["Identity", "Linear", "LazyLinear", "NonDynamicallyQuantizableLinear"]

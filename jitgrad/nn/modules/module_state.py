@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jitgrad.eager.tensor import Tensor
+from jitgrad.nn.parameter import UninitializedParameter
 
 if TYPE_CHECKING:
     from jitgrad.nn.modules.module import Module
@@ -102,6 +103,8 @@ def _copy_entry(key: str, target: Tensor, source: Any, errors: list[str]) -> Non
         errors.append(f'While copying the parameter named "{key}", expected jitgrad.Tensor '
                       f"from checkpoint but received {type(source)}")
         return
+    if isinstance(target, UninitializedParameter):  # a lazy module takes the saved shape
+        target.materialize(source.shape)
     if target.ndim == 0 and source.ndim == 1:  # checkpoints written by PyTorch 0.3
         source = source[0]
     if source.shape != target.shape:

@@ -1,4 +1,4 @@
-"""`MaxPool2d` and `AvgPool2d` (torch.nn.MaxPool2d, torch.nn.AvgPool2d)."""
+"""`MaxPool1d/2d` and `AvgPool1d/2d` (torch.nn's pooling layers)."""
 
 from __future__ import annotations
 
@@ -53,4 +53,37 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-__all__ = ["MaxPool2d", "AvgPool2d"]
+class MaxPool1d(MaxPool2d):
+    """Max over windows of kernel_size along the last dim; see F.max_pool1d."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool1d(Module):
+    """Mean over windows of kernel_size along the last dim; see F.avg_pool1d."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
+        super().__init__()
+        # stored as 1-tuples, as PyTorch's AvgPool1d (its repr shows kernel_size=(3,))
+        self.kernel_size = _one_tuple(kernel_size)
+        self.stride = _one_tuple(stride if stride is not None else kernel_size)
+        self.padding = _one_tuple(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _one_tuple(value: Any) -> tuple[int]:
+    return (value,) if isinstance(value, int) else tuple(value)  # type: ignore[return-value]
+
+
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d"]

@@ -1,4 +1,5 @@
-"""Resampling, adaptive pooling, padding, channel dropout and PReLU modules (torch.nn's),
+"""Resampling, adaptive pooling, padding, channel dropout, PReLU and pixel (un)shuffle
+modules (torch.nn's),
 each a thin module over `jitgrad.nn.functional` (see jitgrad/nn/functional_sampling.py)."""
 
 from __future__ import annotations
@@ -196,7 +197,36 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "AdaptiveAvgPool1d",
+class PixelShuffle(Module):
+    """F.pixel_shuffle: (*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """F.pixel_unshuffle: (*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
+
+
+__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "ConstantPad1d",
            "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "Dropout1d", "Dropout2d", "PReLU"]

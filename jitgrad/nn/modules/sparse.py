@@ -1,4 +1,4 @@
-"""`Embedding` (torch.nn.Embedding): a lookup table of learned vectors."""
+"""`Embedding` and `EmbeddingBag` (torch.nn's): lookup tables of learned vectors."""
 
 from __future__ import annotations
 
@@ -84,4 +84,55 @@ class Embedding(Module):
         return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
 
 
-__all__ = ["Embedding"]
+class EmbeddingBag(Embedding):
+    """Sums, means or maxima of bags of rows (see F.embedding_bag); weight as Embedding's.
+
+    forward(input, offsets=None, per_sample_weights=None): input (bags, n), or 1-D with
+    offsets -> (bags, embedding_dim).
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Tensor | None = None,
+                 include_last_offset: bool = False, padding_idx: int | None = None,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, device=device, dtype=dtype)
+        self.mode = mode
+        self.include_last_offset = include_last_offset
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None,
+                per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        text += f", mode='{self.mode}'"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        return text
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,  # type: ignore[override]
+                        max_norm: float | None = None, norm_type: float = 2.0,
+                        scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> EmbeddingBag:
+        """An EmbeddingBag whose weight is the 2-D tensor `embeddings` (frozen by default)."""
+        assert embeddings.dim() == 2, "Embeddings parameter is expected to be 2-dimensional"
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, embeddings,
+                  include_last_offset, padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+
+__all__ = ["Embedding", "EmbeddingBag"]

@@ -1,4 +1,5 @@
-"""Gradient clipping (torch.nn.utils.clip_grad_norm_, clip_grad_value_).
+"""Gradient clipping (torch.nn.utils.clip_grad_norm_, clip_grad_value_, and the deprecated
+clip_grad_norm).
 
 Both scale or clamp each parameter's `.grad` in place, as PyTorch does under no_grad:
 the gradient tensors keep their identity and get their versions bumped.
@@ -6,6 +7,7 @@ the gradient tensors keep their identity and get their versions bumped.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -62,6 +64,14 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     return total
 
 
+def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,
+                   norm_type: float | str = 2.0, error_if_nonfinite: bool = False) -> Tensor:
+    """Deprecated `clip_grad_norm_` (FutureWarning, as PyTorch): the same clipping."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite)
+
+
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -> None:
     """Clamp every gradient elementwise into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
@@ -70,4 +80,4 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float) -
         grad._bump_version()
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
