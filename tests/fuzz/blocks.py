@@ -111,7 +111,7 @@ def no_grad_leaf_inplace(g) -> bool:
 def smooth_expr(g, a):
     """A continuous expression of `a` as (torch, numpy) text."""
     return g.rng.choice([
-        (f"torch.tanh({a}) * 0.5", f"np.tanh({a}) * 0.5"),
+        (f"torch.tanh({a}) * 0.5", f"np.tanh(f64({a})) * 0.5"),  # np.tanh(bool) is float16
         (f"{a} * 2.0 + 1", f"{a} * 2.0 + 1"),
         (f"torch.sigmoid({a}) - {a}", f"sigmoid({a}) - {a}"),
         (f"{a}.abs() + 0.5", f"np.abs({a}) + 0.5"),

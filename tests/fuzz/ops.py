@@ -132,20 +132,23 @@ def gelu(a):
     return 0.5 * a * (1 + _erf(a / math.sqrt(2)))
 
 
+# max with initial=-inf: a reduction over a zero-size dim gives torch's empty or -inf result
+
+
 def logsumexp(a, axis, keepdims=False):
-    m = np.max(a, axis=axis, keepdims=True)
+    m = np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 def softmax(a, axis):
-    e = np.exp(a - np.max(a, axis=axis, keepdims=True))
+    e = np.exp(a - np.max(a, axis=axis, keepdims=True, initial=-np.inf))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(a, axis):
-    shifted = a - np.max(a, axis=axis, keepdims=True)
+    shifted = a - np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
