@@ -49,3 +49,54 @@ SCAN_AND_PRODUCT_GRADS = {
 def test_product_and_scan_gradients_match_torch_at_zeros_and_infinities(name):
     x, fn, upstream, expected = SCAN_AND_PRODUCT_GRADS[name]
     np.testing.assert_array_equal(_grad(x, fn, upstream), np.array(expected, dtype=np.float64))
+
+
+# ----- out-of-range indices that select nothing --------------------------------------------
+
+IDS = [2, -1, 8]
+EMPTY_RESULT_INDEXING = {  # torch 2.13 returns these shapes without reading the indices
+    "column_of_0_rows": ((0, 5), lambda x: x[:, jg.tensor(IDS)], (0, 3)),
+    "rows_of_0_columns": ((5, 0), lambda x: x[jg.tensor(IDS)], (3, 0)),
+    "first_of_3d_with_0": ((2, 0, 3), lambda x: x[jg.tensor(IDS)], (3, 0, 3)),
+    "last_of_3d_with_0": ((2, 0, 3), lambda x: x[..., jg.tensor(IDS)], (2, 0, 3)),
+    "two_arrays_around_0": ((2, 0, 3), lambda x: x[jg.tensor(IDS), :, jg.tensor(IDS)], (3, 0)),
+    "list_index": ((0, 5), lambda x: x[:, [8]], (0, 1)),
+    "empty_index_broadcast": ((3, 4), lambda x: x[jg.tensor([5]), jg.tensor([], dtype=jg.int64)],
+                              (0,)),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY_RESULT_INDEXING)
+def test_out_of_range_index_selecting_nothing_returns_empty(name):
+    shape, fn, expected = EMPTY_RESULT_INDEXING[name]
+    assert tuple(fn(jg.zeros(shape)).shape) == expected
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[jg.tensor(IDS)], lambda x: x[:, :, jg.tensor([0])],
+                                lambda x: x[jg.tensor([0]), jg.tensor([0])]],
+                         ids=["dim0", "dim2", "two"])
+def test_index_into_a_dim_of_size_0_raises_even_if_nothing_is_selected(fn):
+    with pytest.raises(IndexError, match="index is out of bounds for dimension with size 0"):
+        fn(jg.zeros((0, 3, 0)))
+
+
+def test_setitem_at_out_of_range_indices_of_an_empty_region_is_a_no_op():
+    x = jg.zeros((0, 5))
+    x[:, jg.tensor(IDS)] = 1.0
+    y = jg.zeros((5, 0))
+    y[jg.tensor(IDS)] = 1.0
+    assert tuple(x.shape) == (0, 5) and tuple(y.shape) == (5, 0)
+
+
+def test_index_still_checked_when_something_is_selected():
+    with pytest.raises(IndexError, match="index 8 is out of bounds for dimension 0 with size 3"):
+        jg.zeros((3, 4))[jg.tensor(IDS)]
+
+
+@pytest.mark.parametrize("shape, dim, error", [
+    ((2, 5), 0, IndexError), ((3,), 0, IndexError), ((0,), 0, IndexError),
+    ((2, 5), 1, RuntimeError), ((5, 0), 0, RuntimeError), ((0, 5), 1, RuntimeError)])
+def test_index_select_out_of_range_raises_torchs_class_for_the_dim(shape, dim, error):
+    with pytest.raises(error, match="out of range in self" if error is IndexError else
+                       "out of DATA bounds, id=8"):
+        jg.zeros(shape).index_select(dim, jg.tensor([1, 8]))
