@@ -100,3 +100,55 @@ def test_index_select_out_of_range_raises_torchs_class_for_the_dim(shape, dim, e
     with pytest.raises(error, match="out of range in self" if error is IndexError else
                        "out of DATA bounds, id=8"):
         jg.zeros(shape).index_select(dim, jg.tensor([1, 8]))
+
+
+# ----- in-place ops whose operand partly overlaps the target -------------------------------
+
+def _arange(*shape):
+    return jg.arange(float(math.prod(shape))).reshape(shape)
+
+
+PARTIAL_OVERLAP = {  # torch 2.13 raises "some elements of the input tensor and the written-to"
+    "iadd_row_slice": lambda a: a.__iadd__(a[1:]),
+    "add_row": lambda a: a.add_(a[0]),
+    "add_transpose": lambda a: a.add_(a.t()),
+    "shifted_views": lambda a: a[1:].add_(a[:-1]),
+    "copy_shifted": lambda a: a[1:].copy_(a[:-1]),
+    "setitem_shifted": lambda a: a.__setitem__(slice(1, None), a[:-1]),
+    "clamp_min_tensor": lambda a: a[1:].clamp_(min=a[:-1]),
+}
+
+
+@pytest.mark.parametrize("name", PARTIAL_OVERLAP)
+def test_partial_overlap_of_operand_and_target_raises(name):
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written"):
+        PARTIAL_OVERLAP[name](_arange(3, 3))
+
+
+# (op, torch 2.13's values of the 3x3 arange after it): full overlap, disjoint, not dense
+NO_PARTIAL_OVERLAP = {
+    "self": (lambda a: a.add_(a), [0, 2, 4, 6, 8, 10, 12, 14, 16]),
+    "same_view": (lambda a: a[:2].add_(a[:2]), [0, 2, 4, 6, 8, 10, 6, 7, 8]),
+    "disjoint_rows": (lambda a: a[1:].copy_(a[:1].expand(2, 3)), [0, 1, 2, 0, 1, 2, 0, 1, 2]),
+    "strided_operand": (lambda a: a[0].add_(a[:, 0]), [0, 4, 8, 3, 4, 5, 6, 7, 8]),
+    "setitem_disjoint": (lambda a: a.__setitem__(2, a[0]), [0, 1, 2, 3, 4, 5, 0, 1, 2]),
+}
+
+
+@pytest.mark.parametrize("name", NO_PARTIAL_OVERLAP)
+def test_full_disjoint_or_strided_overlap_is_allowed(name):
+    op, expected = NO_PARTIAL_OVERLAP[name]
+    a = _arange(3, 3)
+    op(a)
+    np.testing.assert_array_equal(a.numpy().ravel(), np.array(expected, dtype=np.float32))
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_compiled_partial_overlap_raises_as_eager(backend):
+    def shift(b):
+        c = b * 1.0
+        c[1:] = c[:-1]
+        return c
+
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written"):
+        jg.compile(shift, backend=backend)(_arange(4))
