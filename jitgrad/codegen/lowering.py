@@ -97,12 +97,13 @@ def lowers(*names: str) -> Callable[[Lowering], Lowering]:
 
 
 def _maximum(a: str, b: str) -> str:
-    # numpy's maximum: NaN in either operand gives NaN; of equal operands (-0.0, 0.0), b
-    return f"({a} if ({a} > {b} or {a} != {a}) else {b})"
+    # eager's (PyTorch's) maximum: NaN in either operand gives NaN; of equal operands
+    # (-0.0, 0.0), a
+    return f"({b} if ({b} > {a} or {b} != {b}) else {a})"
 
 
 def _minimum(a: str, b: str) -> str:
-    return f"({a} if ({a} < {b} or {a} != {a}) else {b})"
+    return f"({b} if ({b} < {a} or {b} != {b}) else {a})"
 
 
 def _binary_operator(symbol: str) -> Lowering:
@@ -159,7 +160,7 @@ for _name in ("floor", "ceil", "trunc"):
 
 @lowers("relu")
 def _relu(e: Emitter, x: str) -> str:
-    return _maximum(x, e.const(0))  # np.maximum(x, 0): NaN stays NaN, relu(-0.0) is 0.0
+    return _maximum(x, e.const(0))  # NaN stays NaN, relu(-0.0) is -0.0 (PyTorch)
 
 
 @lowers("sigmoid")

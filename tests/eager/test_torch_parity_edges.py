@@ -152,3 +152,34 @@ def test_compiled_partial_overlap_raises_as_eager(backend):
 
     with pytest.raises(RuntimeError, match="some elements of the input tensor and the written"):
         jg.compile(shift, backend=backend)(_arange(4))
+
+
+# ----- signed zeros: of equal operands PyTorch keeps the first -----------------------------
+
+A_ZEROS = [-0.0, 0.0, 0.0, -0.0, -1.0, 2.0]
+B_ZEROS = [0.0, -0.0, 0.0, -0.0, 0.5, NAN]
+SIGNED_ZEROS = {  # torch 2.13's results; np.signbit tells -0.0 from 0.0
+    "relu": (lambda a, b: jg.relu(a), [-0.0, 0.0, 0.0, -0.0, 0.0, 2.0]),
+    "relu_method": (lambda a, b: a.relu(), [-0.0, 0.0, 0.0, -0.0, 0.0, 2.0]),
+    "clamp_min": (lambda a, b: a.clamp(min=0), [-0.0, 0.0, 0.0, -0.0, 0.0, 2.0]),
+    "clamp_to_neg_zero": (lambda a, b: a.clamp(-0.0, 1.0), [-0.0, 0.0, 0.0, -0.0, -0.0, 1.0]),
+    "relu6": (lambda a, b: jg.nn.functional.relu6(a), [-0.0, 0.0, 0.0, -0.0, 0.0, 2.0]),
+    "maximum": (jg.maximum, [-0.0, 0.0, 0.0, -0.0, 0.5, NAN]),
+    "minimum": (jg.minimum, [-0.0, 0.0, 0.0, -0.0, -1.0, NAN]),
+}
+
+
+@pytest.mark.parametrize("name", SIGNED_ZEROS)
+def test_ties_of_signed_zeros_keep_the_first_operand(name):
+    fn, expected = SIGNED_ZEROS[name]
+    got = fn(jg.tensor(A_ZEROS), jg.tensor(B_ZEROS)).numpy()
+    np.testing.assert_array_equal(got, np.array(expected, dtype=np.float32))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+@pytest.mark.parametrize("name", ["relu", "maximum", "minimum", "clamp_to_neg_zero"])
+def test_compiled_signed_zero_ties_match_eager(name):
+    fn = SIGNED_ZEROS[name][0]
+    a, b = jg.tensor(A_ZEROS), jg.tensor(B_ZEROS)
+    got = jg.compile(lambda x, y: fn(x, y) * 1.0)(a, b).numpy()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(SIGNED_ZEROS[name][1]))

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import special
 
 from jitgrad.eager.ops._binary import unary
-from jitgrad.eager.ops.pointwise import not_implemented_for, relu
+from jitgrad.eager.ops.pointwise import first_on_ties, not_implemented_for, relu
 from jitgrad.eager.ops.registry import register
 from jitgrad.eager.tensor import Tensor
 
@@ -62,7 +62,8 @@ def _logsigmoid_forward(x: np.ndarray) -> np.ndarray:
 
 
 def _hardtanh_forward(x: np.ndarray, min_val: Any, max_val: Any) -> np.ndarray:
-    return np.minimum(np.maximum(x, min_val), max_val)
+    low = first_on_ties(np.maximum(x, min_val), x, min_val)  # relu6(-0.0) is -0.0 (PyTorch)
+    return first_on_ties(np.minimum(low, max_val), low, max_val)
 
 
 # ----- backwards --------------------------------------------------------------------

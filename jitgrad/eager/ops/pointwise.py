@@ -508,7 +508,23 @@ TAN = _unary_op("tan", np.tan, _tan_backward, OUT, "tan' = 1 + tan^2")
 TANH = _unary_op("tanh", np.tanh, _tanh_backward, OUT, "tanh' = 1 - tanh^2")
 ERF = _unary_op("erf", _same_dtype(special.erf), _erf_backward, X,
                 "erf'(x) = 2/sqrt(pi) exp(-x^2)")
-RELU = register("relu", lambda x: np.maximum(x, x.dtype.type(0)), _relu_backward,
+def first_on_ties(out: Any, a: Any, b: Any) -> Any:
+    """`out` (np.maximum or np.minimum of a and b) holding a wherever a == b, as PyTorch's
+    maximum/minimum/clamp/relu: of -0.0 and 0.0 the first operand (numpy's choice among
+    equal operands depends on its SIMD loop). Only float zeros can differ among ties."""
+    if np.asarray(out).dtype.kind != "f":
+        return out
+    tie = np.equal(a, b)
+    if not tie.any():
+        return out
+    if isinstance(out, np.ndarray) and out.ndim:
+        np.copyto(out, a, where=tie, casting="unsafe")  # keeps out's layout
+        return out
+    return np.where(tie, a, out).astype(np.asarray(out).dtype)[()]
+
+
+RELU = register("relu", lambda x: first_on_ties(np.maximum(x, x.dtype.type(0)), x, 0),
+                _relu_backward,
                 saves=OUT, source="relu'(x) = [x > 0]")
 NAN_TO_NUM = register("nan_to_num", np.nan_to_num, _nan_to_num_backward, inputs=X, saves=X,
                       source="identity where finite, constant elsewhere")
