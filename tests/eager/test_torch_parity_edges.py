@@ -183,3 +183,32 @@ def test_compiled_signed_zero_ties_match_eager(name):
     a, b = jg.tensor(A_ZEROS), jg.tensor(B_ZEROS)
     got = jg.compile(lambda x, y: fn(x, y) * 1.0)(a, b).numpy()
     np.testing.assert_array_equal(np.signbit(got), np.signbit(SIGNED_ZEROS[name][1]))
+
+
+# ----- Python ints outside an integer tensor's range wrap into it --------------------------
+
+I8 = [100, -100, 127]
+WRAPPING = {  # torch 2.13: the scalar is converted to the tensor's dtype by wrapping
+    "mul": (lambda x: x * 300, [48, -48, -44]),
+    "add": (lambda x: x + 1000, [76, -124, 103]),
+    "rsub": (lambda x: 1000 - x, [-124, 76, 105]),
+    "add_alpha": (lambda x: x.add(300, alpha=2), [-68, -12, -41]),
+    "floor_divide": (lambda x: x // 300, [2, -3, 2]),
+    "remainder": (lambda x: x % 300, [12, 32, 39]),
+    "huge": (lambda x: x + 2 ** 40, [100, -100, 127]),
+    "in_place": (lambda x: x.clone().add_(300), [-112, -56, -85]),
+    "compare": (lambda x: x < 300, [False, True, False]),
+    "int64": (lambda x: x.long() + 2 ** 63, [-(2 ** 63) + 100, 2 ** 63 - 100, -(2 ** 63) + 127]),
+}
+
+
+@pytest.mark.parametrize("name", WRAPPING)
+def test_out_of_range_python_int_wraps_into_the_tensor_dtype(name):
+    fn, expected = WRAPPING[name]
+    assert fn(jg.tensor(I8, dtype=jg.int8)).tolist() == expected
+
+
+@pytest.mark.parametrize("name", ["mul", "floor_divide", "compare", "add_alpha"])
+def test_compiled_wrapping_matches_eager(name):
+    fn, expected = WRAPPING[name]
+    assert jg.compile(fn)(jg.tensor(I8, dtype=jg.int8)).tolist() == expected
