@@ -212,3 +212,50 @@ def test_out_of_range_python_int_wraps_into_the_tensor_dtype(name):
 def test_compiled_wrapping_matches_eager(name):
     fn, expected = WRAPPING[name]
     assert jg.compile(fn)(jg.tensor(I8, dtype=jg.int8)).tolist() == expected
+
+
+# ----- result layouts (strides, is_contiguous) ---------------------------------------------
+
+def _layout_inputs():
+    base = jg.arange(24.0).reshape(2, 3, 4)
+    return {"transposed": jg.arange(12.0).reshape(3, 4).t(), "permuted": base.permute(2, 0, 1),
+            "sliced": base[:, 1:, :], "expanded": jg.arange(4.0).expand(3, 4)}
+
+
+F = jg.nn.functional
+LAYOUT_OPS = {
+    "exp": lambda x: x.exp(), "mul_contiguous": lambda x: x * x.contiguous(),
+    "contiguous_mul": lambda x: x.contiguous() * x, "where": lambda x: jg.where(x > 5, x, 0.0),
+    "clone": lambda x: x.clone(), "double": lambda x: x.double(), "sort": lambda x: x.sort(-1)[0],
+    "flip": lambda x: x.flip(0), "zeros_like": lambda x: jg.zeros_like(x),
+    "full_like": lambda x: jg.full_like(x, 2.0), "softmax": lambda x: x.softmax(-1),
+    "log_softmax": lambda x: F.log_softmax(x, -1), "cumsum": lambda x: x.cumsum(-1),
+    "layer_norm": lambda x: F.layer_norm(x, x.shape[-1:]), "masked_fill": lambda x: x.masked_fill(x > 5, 0.0),
+    "sum_keepdim": lambda x: x.sum(-1, keepdim=True), "amax_keepdim": lambda x: x.amax(0, keepdim=True),
+    "cat": lambda x: jg.cat([x, x]), "roll": lambda x: x.roll(1, 0), "gather": lambda x: x.gather(
+        -1, jg.zeros(x.shape, dtype=jg.int64)),
+}
+# torch 2.13's (strides, is_contiguous) for each op and input above
+TORCH_LAYOUTS = {
+    "transposed": {"exp": [1, 4], "mul_contiguous": [1, 4], "contiguous_mul": [3, 1],
+                   "where": [1, 4], "clone": [1, 4], "double": [1, 4], "sort": [1, 4],
+                   "flip": [1, 4], "zeros_like": [1, 4], "full_like": [1, 4]},
+    "permuted": {"exp": [1, 12, 4], "mul_contiguous": [1, 12, 4], "contiguous_mul": [6, 3, 1],
+                 "where": [1, 12, 4], "clone": [1, 12, 4], "double": [1, 12, 4],
+                 "sort": [1, 12, 4], "flip": [1, 12, 4], "zeros_like": [1, 12, 4],
+                 "full_like": [1, 12, 4]},
+    "sliced": {"exp": [8, 4, 1], "clone": [8, 4, 1], "zeros_like": [8, 4, 1]},
+    "expanded": {"exp": [4, 1], "clone": [4, 1], "double": [4, 1], "zeros_like": [4, 1]},
+}
+
+
+@pytest.mark.parametrize("op", LAYOUT_OPS)
+@pytest.mark.parametrize("name", ["transposed", "permuted", "sliced", "expanded"])
+def test_result_layout_is_torchs(name, op):
+    x = _layout_inputs()[name]
+    y = LAYOUT_OPS[op](x)
+    expected = TORCH_LAYOUTS[name].get(op)
+    if expected is None:  # every other (op, input) pair: torch's result is C-contiguous
+        expected = list(jg.empty(y.shape).stride())
+    assert list(y.stride()) == expected
+    assert y.is_contiguous() == (expected == list(jg.empty(y.shape).stride()))

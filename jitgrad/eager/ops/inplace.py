@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
@@ -122,7 +123,7 @@ def check_no_partial_overlap(target: Tensor, operands: Any,
 def _partial_overlap(x: Any, y: Any) -> bool:
     if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)) or not (x.size and y.size):
         return False
-    if not (_non_overlapping_and_dense(x) and _non_overlapping_and_dense(y)):
+    if not (layout.non_overlapping_and_dense(x) and layout.non_overlapping_and_dense(y)):
         return False
     x_begin = x.__array_interface__["data"][0]
     y_begin = y.__array_interface__["data"][0]
@@ -130,17 +131,6 @@ def _partial_overlap(x: Any, y: Any) -> bool:
     if x_begin == y_begin and x_end == y_end:
         return x.strides != y.strides
     return x_begin < y_end and y_begin < x_end
-
-
-def _non_overlapping_and_dense(data: np.ndarray) -> bool:
-    """Whether the elements fill a block of memory exactly, in some order of the dims."""
-    expected = data.itemsize
-    for stride, size in sorted((st, sz) for st, sz in zip(data.strides, data.shape,
-                                                             strict=True) if sz != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
 
 
 def _storage(t: Tensor) -> Any:
