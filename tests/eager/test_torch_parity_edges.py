@@ -259,3 +259,25 @@ def test_result_layout_is_torchs(name, op):
         expected = list(jg.empty(y.shape).stride())
     assert list(y.stride()) == expected
     assert y.is_contiguous() == (expected == list(jg.empty(y.shape).stride()))
+
+
+# ----- second derivative of ops whose backward selects ------------------------------------
+
+SELECTING = {  # torch 2.13: first gradient requires grad, second derivative is zeros
+    "relu": (jg.relu, [0.0, 1.0, 1.0]),
+    "hardtanh": (F.hardtanh, [0.0, 1.0, 0.0]),
+    "relu6": (F.relu6, [0.0, 1.0, 1.0]),
+    "leaky_relu": (lambda t: F.leaky_relu(t, 0.25), [0.25, 1.0, 1.0]),
+    "threshold": (lambda t: F.threshold(t, 0.1, 20.0), [0.0, 1.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("name", SELECTING)
+def test_second_derivative_of_a_selecting_backward_is_zeros(name):
+    fn, first = SELECTING[name]
+    y = jg.tensor([-1.0, 0.5, 2.0], dtype=jg.float64, requires_grad=True)
+    (g,) = jg.autograd.grad(fn(y).sum(), y, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), first, rtol=1e-12)
+    assert g.requires_grad
+    (g2,) = jg.autograd.grad(g.sum(), y)
+    np.testing.assert_array_equal(g2.numpy(), [0.0, 0.0, 0.0])

@@ -208,6 +208,25 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
     return op
 
 
+# Note [Selecting backwards]: PyTorch computes the gradient of these ops with a
+# differentiable op of (grad, saved input) whose derivative in the saved input is zero
+# (threshold_backward, hardtanh_backward, leaky_relu_backward). Under
+# create_graph their gradient is thus connected to the saved value even when nothing else
+# is: a second derivative is zeros, not "does not require grad". Ours select with a mask,
+# which connects nothing, so `_linked` adds that zero-derivative edge (eager only).
+SELECTING_BACKWARDS = frozenset({"relu", "threshold", "hardtanh", "leaky_relu"})
+
+
+def _linked(xp: Any, grad: Any, saved: Any) -> Any:
+    """`grad`, graph-connected to `saved` with a zero derivative (Note [Selecting
+    backwards]): where(False, saved, grad) has grad's values and sends saved nothing."""
+    if not isinstance(grad, Tensor) or grad._requires_grad or not getattr(
+            saved, "_requires_grad", False):
+        return grad
+    never = Tensor._make(np.zeros(saved._data.shape, dtype=np.bool_))
+    return xp.where(never, saved, grad)
+
+
 class OpNode(Node):
     """Backward node of a registered op (subclassed per op as `<Name>Backward`)."""
 
@@ -223,7 +242,10 @@ class OpNode(Node):
         xp = xp_namespaces.TENSOR if create_graph else xp_namespaces.NUMPY
         saved = self.unpack_saved(create_graph) if op.saves else ()
         g = grad_outputs[0] if op.num_outputs == 1 else grad_outputs
-        return op.backward(xp, self, g, *saved)
+        grads = op.backward(xp, self, g, *saved)
+        if create_graph and op.name in SELECTING_BACKWARDS:
+            grads = tuple(_linked(xp, grad, saved[0]) for grad in grads)
+        return grads
 
     def unpack_saved(self, as_tensors: bool) -> tuple[Any, ...]:
         saved = self.saved
