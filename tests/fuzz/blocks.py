@@ -104,8 +104,10 @@ def no_grad_leaf_inplace(g) -> bool:
     if not params or "no_grad_leaf_inplace" not in g.features:
         return False
     a = g.rng.choice(params)
-    return g.try_add(f"with torch.no_grad():\n    {a}.mul_(0.5)", f"{a} *= 0.5",
-                     {a: g.exact.get(a, False)}, "no_grad_leaf_inplace")
+    # as in inplace_input: a conversion of the argument may alias it in one and not the other
+    return g.try_add(f"with torch.no_grad():\n    {a}.mul_(0.5)",
+                     None if g.conversions else f"{a} *= 0.5", {a: g.exact.get(a, False)},
+                     "no_grad_leaf_inplace")
 
 
 def smooth_expr(g, a):

@@ -8,8 +8,10 @@ reference runs in float64 (float32 inputs are widened), so its numpy namespace i
 Kinds (how the generator may apply an op without rounding flipping a result):
 - "exact": result is exact when the operands are (neg, abs, relu, max, views...);
 - "smooth": continuous, rounding errors stay proportional (tanh, add, matmul...);
-- "domain": NaN/inf/poles for some inputs: applied as written only to exact operands,
-  otherwise through its `safe` form (log(|x| + 1), x / (|y| + 1));
+- "domain": NaN/inf/poles for some inputs, or ill-conditioned for large ones (sin, cos:
+  an argument's rounding error passes unshrunk, |x| eps, far above the value's scale):
+  applied as written only to exact operands, otherwise through its `safe` form
+  (log(|x| + 1), x / (|y| + 1), sin of x clipped to [-8, 8]);
 - "disc": discontinuous (comparisons, sign, floor): only on exact operands, since one
   ulp of difference in an operand could flip the result.
 """
@@ -41,8 +43,10 @@ UNARY = [
        "torch.exp({a}.clamp(-8.0, 8.0))", "np.exp(np.clip({a}, -8.0, 8.0))"),
     Op("tanh", "torch.tanh({a})", "np.tanh({a})", "smooth"),
     Op("sigmoid", "torch.sigmoid({a})", "sigmoid({a})", "smooth"),
-    Op("sin", "torch.sin({a})", "np.sin({a})", "smooth"),
-    Op("cos", "{a}.cos()", "np.cos({a})", "smooth"),
+    Op("sin", "torch.sin({a})", "np.sin({a})", "domain",
+       "torch.sin({a}.clamp(-8.0, 8.0))", "np.sin(np.clip({a}, -8.0, 8.0))"),
+    Op("cos", "{a}.cos()", "np.cos({a})", "domain",
+       "{a}.clamp(-8.0, 8.0).cos()", "np.cos(np.clip({a}, -8.0, 8.0))"),
     Op("square", "{a} * {a}", "{a} * {a}", "smooth"),
     Op("pow2", "{a} ** 2", "{a} ** 2", "smooth"),
     Op("gelu", "F.gelu({a})", "gelu({a})", "smooth", floats_only=True),
@@ -132,10 +136,17 @@ def gelu(a):
     return 0.5 * a * (1 + _erf(a / math.sqrt(2)))
 
 
-# max with initial=-inf: a reduction over a zero-size dim gives torch's empty or -inf result
+# max with initial=-inf: a reduction over a zero-size dim gives torch's empty or -inf
+# result (on floats: an integer operand is widened first, as torch computes in float)
+
+
+def floats(a):
+    a = np.asarray(a)
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
 
 
 def logsumexp(a, axis, keepdims=False):
+    a = floats(a)
     m = np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
@@ -143,13 +154,24 @@ def logsumexp(a, axis, keepdims=False):
 
 
 def softmax(a, axis):
+    a = floats(a)
     e = np.exp(a - np.max(a, axis=axis, keepdims=True, initial=-np.inf))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(a, axis):
+    a = floats(a)
     shifted = a - np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def index(a, idx, dim):
+    """a[idx] along dim as torch: indices are checked only when the result has elements."""
+    shape = list(np.shape(a))
+    shape[dim] = len(idx)
+    if 0 in shape:
+        return np.zeros(shape, np.asarray(a).dtype)
+    return np.take(a, np.array(idx, dtype=np.int64), axis=dim)
 
 
 def layer_norm(a, n):

@@ -233,7 +233,7 @@ def index_tensor(g) -> bool:
         feature = "index_empty_grad"
     v = g.new_name()
     t_src = f"{v} = {a}[{prefix}torch.tensor({idx})]"
-    kept = g.try_add(t_src, f"{v} = {a}[{prefix}np.array({idx}, dtype=np.int64)]",
+    kept = g.try_add(t_src, f"{v} = index({a}, {idx}, {dim})",
                      {v: g.exact.get(a, False)}, feature)
     if oob and not kept:
         g.force_error(t_src, "index_oob")
