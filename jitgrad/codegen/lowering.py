@@ -277,6 +277,8 @@ def _pow(e: Emitter, x: str, exponent: Any) -> str | None:
         return "(" + " * ".join([x] * int(exponent)) + ")"
     if exponent == 0.5:
         return e.call("sqrt", x)
+    if exponent == -0.5:  # eager's rsqrt (PyTorch's): -inf at -0.0
+        return f"(1.0 / {e.call('sqrt', x)})"
     return e.call("pow", x, e.const(exponent))
 
 

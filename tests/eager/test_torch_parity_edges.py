@@ -281,3 +281,18 @@ def test_second_derivative_of_a_selecting_backward_is_zeros(name):
     assert g.requires_grad
     (g2,) = jg.autograd.grad(g.sum(), y)
     np.testing.assert_array_equal(g2.numpy(), [0.0, 0.0, 0.0])
+
+
+# ----- x ** -0.5 is rsqrt in PyTorch --------------------------------------------------------
+
+def test_power_minus_half_is_rsqrt_and_the_sqrt_gradient_keeps_the_zero_sign():
+    x = jg.tensor([0.0, -0.0, 4.0, INF], requires_grad=True)
+    np.testing.assert_array_equal((x ** -0.5).detach().numpy(), [INF, -INF, 0.5, 0.0])
+    (x ** 0.5).sum().backward()  # torch 2.13: 0.5 * x ** -0.5
+    np.testing.assert_array_equal(x.grad.numpy(), [INF, -INF, 0.25, 0.0])
+
+
+def test_compiled_power_minus_half_matches_eager():
+    x = jg.tensor([0.0, -0.0, 4.0, INF])
+    got = jg.compile(lambda t: (t * 1.0) ** -0.5)(x).numpy()
+    np.testing.assert_array_equal(got, [INF, -INF, 0.5, 0.0])

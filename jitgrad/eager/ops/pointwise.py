@@ -277,10 +277,13 @@ def _pow_scalar_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     exponent = ctx.params["exponent"]
     if exponent == 0:
         return (xp.zeros_like(g),)  # exactly 0, even where x**-1 would be inf
-    return (g * (exponent * x ** (exponent - 1)),)
+    power = 1 / xp.sqrt(x) if exponent == 0.5 else x ** (exponent - 1)  # x ** -0.5: rsqrt
+    return (g * (exponent * power),)
 
 
 def _pow_scalar_forward(x: Any, exponent: Any) -> Any:
+    if exponent == -0.5 and x.dtype.kind == "f":
+        return 1 / np.sqrt(x)  # PyTorch's pow kernel takes rsqrt: -inf at -0.0, as 1/sqrt
     # in the promoted dtype x already has: numpy's bool ** True would give int8
     out = x ** exponent
     return out if out.dtype == x.dtype else out.astype(x.dtype)
