@@ -296,3 +296,18 @@ def test_compiled_power_minus_half_matches_eager():
     x = jg.tensor([0.0, -0.0, 4.0, INF])
     got = jg.compile(lambda t: (t * 1.0) ** -0.5)(x).numpy()
     np.testing.assert_array_equal(got, [INF, -INF, 0.5, 0.0])
+
+
+# ----- a view whose base was written through another view -----------------------------------
+
+def test_view_of_a_base_written_with_a_grad_requiring_value_requires_grad():
+    a = jg.ones((2, 2), requires_grad=True)
+    b = jg.ones((2, 2))
+    bt = b.t()
+    column = b.unsqueeze(0)
+    bt[..., 0] = a.sum()  # writes b through bt: b, bt and every other view now require grad
+    assert b.requires_grad and bt.requires_grad and column.requires_grad
+    total = column.sum(dim=2, keepdim=True)  # torch 2.13: records history, a gets grad 2
+    assert total.requires_grad
+    total.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full((2, 2), 2.0))

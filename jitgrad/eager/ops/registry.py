@@ -295,7 +295,8 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
     record = False
     if STATE.enabled and op.differentiable:
         for x in inputs:
-            if isinstance(x, Tensor) and x._requires_grad:
+            if isinstance(x, Tensor) and (x._requires_grad or x._view is not None
+                                          and x.requires_grad):  # a view's, refreshed
                 record = True
                 break
     if not record:
