@@ -311,3 +311,13 @@ def test_view_of_a_base_written_with_a_grad_requiring_value_requires_grad():
     assert total.requires_grad
     total.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.full((2, 2), 2.0))
+
+
+# ----- layer_norm backward in PyTorch's form ----------------------------------------------
+
+def test_layer_norm_row_with_an_inf_gradient_is_all_nan_and_others_match():
+    x = jg.tensor([[1.5311776, 0.3398956, 0.0], [1.0, 2.0, 4.0]], requires_grad=True)
+    y = F.layer_norm(x, (3,))
+    y.backward(jg.tensor([[0.1509554, INF, -0.582941], [1.0, 2.0, 3.0]]))
+    assert np.isnan(x.grad.numpy()[0]).all()  # torch 2.13: nan nan nan (not nan nan -inf)
+    np.testing.assert_allclose(x.grad.numpy()[1], [-0.1145, 0.1718, -0.0573], atol=1e-4)

@@ -24,6 +24,9 @@ Known deliberate differences from torch (tests.fuzz.torch_worker.TORCH_QUIRKS sh
 to the mathematical value so that programs reaching them still compare):
 - `F.gelu(+inf)` is NaN in torch's vectorized float32/float16 kernel (and for float64 in
   a one-element tensor); jitgrad and the formula give +inf. Gradients agree (NaN).
+- An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
+  requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
+  requires_grad of integer tensors is not compared.
 """
 
 import linecache
