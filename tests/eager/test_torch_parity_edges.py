@@ -321,3 +321,18 @@ def test_layer_norm_row_with_an_inf_gradient_is_all_nan_and_others_match():
     y.backward(jg.tensor([[0.1509554, INF, -0.582941], [1.0, 2.0, 3.0]]))
     assert np.isnan(x.grad.numpy()[0]).all()  # torch 2.13: nan nan nan (not nan nan -inf)
     np.testing.assert_allclose(x.grad.numpy()[1], [-0.1145, 0.1718, -0.0573], atol=1e-4)
+
+
+# ----- bool matmul: PyTorch raises only when its kernel runs -----------------------------
+
+@pytest.mark.parametrize("sa, sb, shape", [((0, 2), (2, 3), (0, 3)), ((2, 0), (0, 3), (2, 3)),
+                                           ((1, 0, 2), (2, 0), (1, 0, 0)), ((2,), (2, 0), (0,))])
+def test_bool_matmul_with_nothing_to_compute_is_false(sa, sb, shape):
+    out = jg.zeros(sa, dtype=jg.bool) @ jg.zeros(sb, dtype=jg.bool)
+    assert out.dtype == jg.bool and tuple(out.shape) == shape and not out.numpy().any()
+
+
+@pytest.mark.parametrize("sa, sb", [((2, 2), (2, 3)), ((2,), (2,))])
+def test_bool_matmul_that_computes_raises_not_implemented(sa, sb):
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        jg.zeros(sa, dtype=jg.bool) @ jg.zeros(sb, dtype=jg.bool)
