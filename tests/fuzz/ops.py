@@ -165,6 +165,12 @@ def log_softmax(a, axis):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
+def contiguous(a):
+    """torch's contiguous(): the array itself when C-contiguous (a later in-place write
+    shows through), else a copy; 0-d stays 0-d (np.ascontiguousarray would give 1-d)."""
+    return a if isinstance(a, np.ndarray) and a.flags.c_contiguous else np.array(a, copy=True)
+
+
 def index(a, idx, dim):
     """a[idx] along dim as torch: indices are checked only when the result has elements."""
     shape = list(np.shape(a))

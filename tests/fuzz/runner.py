@@ -11,7 +11,8 @@ Tolerance model (float rounding only). Each finite float element must satisfy
 unless the call is float64 throughout (int and bool promote to float32), depth the number
 of statements (loops count three times), scale the largest finite magnitude among the
 reference's outputs and inputs (at least 1), which bounds the absolute error of sums with
-cancellation. A program with layer_norm has its tol multiplied by the op's condition,
+cancellation; for `.grad`s the outputs count as well (the gradient of a nearly constant
+output, such as sum(layer_norm(x) ** 2), is a small difference of output-sized terms). A program with layer_norm has its tol multiplied by the op's condition,
 1 / sqrt(1e-5) (tests.fuzz.compare.condition_of): on a near-constant row the mean's
 rounding is divided by sqrt(var + 1e-5). A wrong op, promotion or dropped term misses by
 orders of magnitude more.
@@ -26,7 +27,7 @@ to the mathematical value so that programs reaching them still compare):
   a one-element tensor); jitgrad and the formula give +inf. Gradients agree (NaN).
 - An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
   requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
-  requires_grad of integer tensors is not compared.
+  requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed.
 """
 
 import linecache

@@ -190,7 +190,7 @@ VIEWS = [  # (min rank, max rank, torch, numpy)
     (0, 9, "{a}.squeeze()", "np.squeeze({a})"),
     (0, 9, "{a}.flatten()", "np.ravel({a})"),
     (0, 9, "{a}.expand(2, *{a}.shape)", "np.broadcast_to({a}, (2,) + {a}.shape)"),
-    (0, 9, "{a}.contiguous()", "np.array({a}, copy=True)"),  # ascontiguousarray: 0-d -> 1-d
+    (0, 9, "{a}.contiguous()", "contiguous({a})"),
     (1, 9, "{a}[1:]", "{a}[1:]"),
     (2, 9, "{a}[:, ::2]", "{a}[:, ::2]"),
     (1, 9, "{a}[..., -1]", "{a}[..., -1]"),
