@@ -82,8 +82,8 @@ BINARY = [
     Op("add_alpha", "torch.add({a}, {b}, alpha=2)", "{a} + 2 * {b}", "smooth"),
     Op("div", "{a} / {b}", "{a} / {b}", "domain",
        "{a} / ({b}.abs() + 1)", "{a} / (np.abs({b}) + 1)"),
-    Op("maximum", "torch.maximum({a}, {b})", "np.maximum({a}, {b})", "exact"),
-    Op("minimum", "torch.minimum({a}, {b})", "np.minimum({a}, {b})", "exact"),
+    Op("maximum", "torch.maximum({a}, {b})", "maximum({a}, {b})", "exact"),
+    Op("minimum", "torch.minimum({a}, {b})", "minimum({a}, {b})", "exact"),
     Op("gt", "({a} > {b})", "({a} > {b})", "disc"),
     Op("eq", "({a} == {b})", "({a} == {b})", "disc"),
     Op("where", "torch.where({a} > 0, {a}, {b})", "np.where({a} > 0, {a}, {b})", "disc"),
@@ -125,7 +125,17 @@ def f64(a):
 
 
 def relu(a):
-    return np.where(np.isnan(a), a, np.maximum(a, 0)) if np.asarray(a).dtype != bool else a
+    # torch's: NaN stays NaN, relu(-0.0) is -0.0 (np.maximum's tie would give 0.0)
+    return np.where(a < 0, 0, a) if np.asarray(a).dtype != bool else a
+
+
+def maximum(a, b):
+    # torch's: NaN from either, of equal operands (-0.0 and 0.0) the first
+    return np.where((np.asarray(b) > a) | np.isnan(b), b, a)
+
+
+def minimum(a, b):
+    return np.where((np.asarray(b) < a) | np.isnan(b), b, a)
 
 
 def sigmoid(a):

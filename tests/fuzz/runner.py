@@ -17,8 +17,9 @@ output, such as sum(layer_norm(x) ** 2), is a small difference of output-sized t
 rounding is divided by sqrt(var + 1e-5). A wrong op, promotion or dropped term misses by
 orders of magnitude more.
 NaN positions must match exactly; infinities must match in position and sign (in a
-program where large constants reach a matmul only finiteness, tests.fuzz.compare.
-overflow_order_of: an overflowing dot product's inf or NaN is the BLAS summation order's); ints and
+program with a matmul, values that overflowed or came within 16x of the dtype's max only
+have to have done so in both, tests.fuzz.compare.overflow_order_of: an overflowing dot
+product's inf, NaN or huge value is the BLAS summation order's); ints and
 bools exactly; dtypes, shapes, requires_grad, `.grad` None-ness and the builtin class of an
 exception exactly; inputs mutated in place are compared like outputs; what the program
 printed (SINK) exactly between jitgrad backends.
