@@ -194,7 +194,7 @@ VIEWS = [  # (min rank, max rank, torch, numpy)
     (1, 9, "{a}[1:]", "{a}[1:]"),
     (2, 9, "{a}[:, ::2]", "{a}[:, ::2]"),
     (1, 9, "{a}[..., -1]", "{a}[..., -1]"),
-    (1, 9, "{a}[0]", "{a}[0]"),
+    (1, 9, "{a}[0]", "{a}[0, ...]"),  # a 0-d view of a 1-d array, as torch (not a copy)
     (2, 9, "{a}.reshape({a}.shape[0], -1)", "np.reshape({a}, ({a}.shape[0], -1))"),
     (2, 9, "{a}.mT", "np.swapaxes({a}, -1, -2)"),
     (1, 9, "{a}.narrow(-1, 0, 1)", "{a}[..., 0:1]"),
