@@ -11,6 +11,11 @@ kernel's zero page, so a shape of any size costs address space, not memory. The 
 fake tensors are such arrays, and shape/dtype rules run forwards on them, so the layout of
 what numpy returns (a view's strides and offset, the order of a pointwise result) is the
 layout an eager call produces (see Note [Shape/dtype rules] in ops/registry.py).
+
+What layout a result gets is PyTorch's, not numpy's (Note [Result layouts] in
+ops/registry.py): `iterator_strides` is TensorIterator's stride-order rule for elementwise
+results, `preserved_strides` torch.preserve_format's for `*_like`, and `with_strides` lays
+an array out so.
 """
 
 from __future__ import annotations
