@@ -41,6 +41,11 @@ def inplace_text(g, c, rank, empty=False, target=None):
     b = g.pick() or "1.0"
     b0 = "0.25" if g.rng.random() < 0.5 else f"{b}.sum()"
     fmt = {"c": c, "b": b, "b0": b0}
+    if target is not None and not is_float(target) and b in g.env and \
+            getattr(g.env[b], "requires_grad", False) and "{b" in t_tpl:
+        # torch flags an int/bool tensor written with a value requiring grad as requiring
+        # grad, then refuses autograd on it ("Autograd not support dtype"): not probed
+        return None
     exact = exact and (b not in g.env or g.exact.get(b, False)) and "sum" not in b0
     numpy_text = n_tpl.format(**fmt) if target is None or is_float(target) else None
     return t_tpl.format(**fmt), numpy_text, exact

@@ -27,10 +27,12 @@ printed (SINK) exactly between jitgrad backends.
 Known deliberate differences from torch (tests.fuzz.torch_worker.TORCH_QUIRKS shims torch
 to the mathematical value so that programs reaching them still compare):
 - `F.gelu(+inf)` is NaN in torch's vectorized float32/float16 kernel (and for float64 in
-  a one-element tensor); jitgrad and the formula give +inf. Gradients agree (NaN).
+  a one-element tensor), and gelu(x) for x > max / 2 is inf there ((1 + erf) * x * 0.5
+  overflows); jitgrad and the formula give +inf and x. Gradients agree.
 - An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
   requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
-  requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed.
+  requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed;
+  the generator writes no value requiring grad into one (torch may then refuse autograd).
 """
 
 import linecache

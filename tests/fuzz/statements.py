@@ -188,7 +188,7 @@ VIEWS = [  # (min rank, max rank, torch, numpy)
     (0, 9, "{a}.view(-1)", "np.reshape({a}, -1)"),
     (0, 9, "{a}.unsqueeze(0)", "np.expand_dims({a}, 0)"),
     (0, 9, "{a}.squeeze()", "np.squeeze({a})"),
-    (0, 9, "{a}.flatten()", "np.ravel({a})"),
+    (0, 9, "{a}.flatten()", "np.reshape({a}, -1)"),  # a view where torch has one (not ravel)
     (0, 9, "{a}.expand(2, *{a}.shape)", "np.broadcast_to({a}, (2,) + {a}.shape)"),
     (0, 9, "{a}.contiguous()", "contiguous({a})"),
     (1, 9, "{a}[1:]", "{a}[1:]"),

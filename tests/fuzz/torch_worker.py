@@ -31,13 +31,16 @@ def receive(stream):
 
 
 def gelu_with_infinity(torch):
-    """F.gelu that gives +inf at +inf (torch's vectorized kernel gives NaN; see the
-    deliberate differences in tests.fuzz.runner). The gradient there stays torch's NaN:
-    where() routes a zero into gelu's backward, and 0 * gelu'(inf) is NaN."""
+    """F.gelu that gives x for x > max / 2 and +inf at +inf (torch's vectorized kernel
+    computes (1 + erf) * x * 0.5, which overflows there, and gives NaN at +inf; see the
+    deliberate differences in tests.fuzz.runner). The gradient stays torch's: where()
+    routes a zero into gelu's backward (NaN at +inf, as 0 * gelu'(inf))."""
     gelu = torch.nn.functional.gelu
 
     def patched(input, approximate="none"):
-        return torch.where(input == float("inf"), input, gelu(input, approximate=approximate))
+        huge = input > torch.finfo(input.dtype).max / 2 if input.is_floating_point() else \
+            input != input
+        return torch.where(huge, input, gelu(input, approximate=approximate))
 
     return patched
 
