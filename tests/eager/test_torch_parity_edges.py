@@ -346,3 +346,15 @@ def test_gelu_of_infinity_is_the_formulas_not_torchs_vectorized_nan():
     # The fuzzer shims torch's value (tests.fuzz.torch_worker.TORCH_QUIRKS).
     out = F.gelu(jg.tensor([INF, -INF, 0.0]))
     np.testing.assert_array_equal(out.numpy(), [INF, NAN, 0.0])
+
+
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, dim", [((2, 3, 0), 2), ((2, 0, 3), 2), ((0, 3), 1), ((2, 0), 0)])
+def test_softmax_of_an_empty_integer_tensor_is_empty_like_torch(fn, shape, dim):
+    out = fn(jg.zeros(shape, dtype=jg.int64), dim=dim)  # torch 2.13: no kernel runs
+    assert out.dtype == jg.int64 and tuple(out.shape) == shape
+
+
+def test_softmax_of_an_integer_tensor_with_elements_raises_not_implemented():
+    with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
+        F.softmax(jg.zeros((2, 3), dtype=jg.int64), dim=1)

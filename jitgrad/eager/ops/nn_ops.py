@@ -34,6 +34,8 @@ def _shifted(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
 
 
 def _softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    if not x.size:  # nothing to compute: an empty result of x's dtype, ints included (torch)
+        return x.copy()
     e = np.exp(_shifted(x, dims))
     return e / np.add.reduce(e, axis=dims, keepdims=True)
 
@@ -43,6 +45,8 @@ def _softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
 
 
 def _log_softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    if not x.size:  # as in _softmax_forward
+        return x.copy()
     shifted = _shifted(x, dims)
     return shifted - np.log(np.add.reduce(np.exp(shifted), axis=dims, keepdims=True))
 
@@ -61,7 +65,7 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> tuple[np.n
     data = input._data
     if dtype is not None:
         data = data.astype(dtypes.to_dtype(dtype).np)
-    if data.dtype.kind != "f":
+    if data.dtype.kind != "f" and data.size:  # the kernel runs only on elements
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
                                   f"'{TORCH_TYPE_NAMES.get(data.dtype.name, data.dtype.name)}'; "
                                   f"convert first, e.g. t.float().{name}(dim)")
