@@ -6,6 +6,8 @@ python_value, dtype, shape, requires_grad, nan, inf, value (outputs); the same w
 sink, backward_exception. The tolerance model is in tests.fuzz.runner.
 """
 
+import re
+
 import numpy as np
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -25,6 +27,18 @@ def overflow_order_of(program) -> bool:
     give inf + -inf = NaN where numpy's order stays inf), so near overflow only that it
     overflowed is compared."""
     return "matmul" in program.used
+
+
+def self_division_condition(program, call: list[dict]) -> float:
+    """1 / the smallest nonzero input magnitude (at least 1) when the program divides a
+    tensor by itself: the gradient of x / x is g / x - g x / x^2, zero up to rounding of
+    terms of size |g / x|, which a small x makes larger than any output."""
+    if "self_operand" not in program.used or not re.search(r"\b(\w+) / \1\b", program.source):
+        return 1.0
+    magnitudes = [np.abs(s["array"][np.isfinite(s["array"]) & (s["array"] != 0)])
+                  for s in call if s["kind"] == "tensor" and s["array"].dtype.kind == "f"]
+    smallest = min([1.0] + [float(m.min()) for m in magnitudes if m.size])
+    return 1.0 / smallest
 
 
 def condition_of(program) -> float:
@@ -118,6 +132,8 @@ def compare_call(program, call_index, ref: dict, got: dict, typed: bool) -> list
             continue
         # a gradient sums terms the size of the outputs, which may cancel: count them too
         scale = scale_of(ref[key] + (ref["outputs"] if key == "grads" else []), call)
+        if key == "grads":
+            scale *= self_division_condition(program, call)
         for j, (r, g) in enumerate(zip(ref[key], got[key], strict=False)):
             tol = 16 * eps_of(program, call, r) * depth
             kind = describe_diff(r, g, tol, scale, typed, overflow_order_of(program))
