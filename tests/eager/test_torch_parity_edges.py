@@ -358,3 +358,10 @@ def test_softmax_of_an_empty_integer_tensor_is_empty_like_torch(fn, shape, dim):
 def test_softmax_of_an_integer_tensor_with_elements_raises_not_implemented():
     with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
         F.softmax(jg.zeros((2, 3), dtype=jg.int64), dim=1)
+
+
+def test_add_alpha_scales_in_the_result_dtype():
+    wide, narrow = jg.zeros(2, dtype=jg.float64), jg.tensor([3e38, 1.0])
+    expected = [2 * float(np.float32(3e38)), 2.0]  # torch 2.13: float64, no float32 overflow
+    assert jg.add(wide, narrow, alpha=2).tolist() == expected
+    assert jg.sub(wide, narrow, alpha=2).tolist() == [-v for v in expected]

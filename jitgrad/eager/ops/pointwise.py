@@ -117,7 +117,12 @@ def _scaled(input: Any, other: Any, alpha: Any) -> Any:
             return other if alpha else mul(other, False)
     if alpha == 1:
         return other
-    return other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
+    if isinstance(other, (int, float)):
+        return other * alpha
+    common = result_dtype(as_tensor_operand(input), other)
+    if other.dtype != common:  # alpha * other is computed in the result dtype (PyTorch):
+        other = other.to(common)  # float64 + 2 * float32(3e38) is 6e38, not inf
+    return mul(other, alpha)
 
 
 def _is_bool(x: Any) -> bool:
