@@ -11,7 +11,7 @@ Kinds (how the generator may apply an op without rounding flipping a result):
 - "domain": NaN/inf/poles for some inputs, or ill-conditioned for large ones (sin, cos:
   an argument's rounding error passes unshrunk, |x| eps, far above the value's scale):
   applied as written only to exact operands, otherwise through its `safe` form
-  (log(|x| + 1), x / (|y| + 1), sin of x clipped to [-8, 8]);
+  (log(|x| + 1), sqrt(|x| + 1), x / (|y| + 1), sin of x clipped to [-8, 8]);
 - "disc": discontinuous (comparisons, sign, floor): only on exact operands, since one
   ulp of difference in an operand could flip the result.
 """
@@ -55,14 +55,14 @@ UNARY = [
        floats_only=True),
     Op("log", "torch.log({a})", "np.log({a})", "domain",
        "torch.log({a}.abs() + 1)", "np.log(np.abs({a}) + 1)"),
-    Op("sqrt", "torch.sqrt({a})", "np.sqrt({a})", "domain",
-       "torch.sqrt({a}.abs())", "np.sqrt(np.abs({a}))"),
+    Op("sqrt", "torch.sqrt({a})", "np.sqrt({a})", "domain",  # safe: away from 0, where
+       "torch.sqrt({a}.abs() + 1)", "np.sqrt(np.abs({a}) + 1)"),  # sqrt's condition is inf
     Op("rsqrt", "torch.rsqrt({a})", "1 / np.sqrt({a})", "domain",
        "torch.rsqrt({a}.abs() + 1)", "1 / np.sqrt(np.abs({a}) + 1)"),
     Op("reciprocal", "{a}.reciprocal()", "1 / {a}", "domain",
        "1 / ({a}.abs() + 1)", "1 / (np.abs({a}) + 1)"),
     Op("pow_half", "{a} ** 0.5", "{a} ** 0.5", "domain",
-       "{a}.abs() ** 0.5", "np.abs({a}) ** 0.5"),
+       "({a}.abs() + 1) ** 0.5", "(np.abs({a}) + 1) ** 0.5"),
     Op("sign", "torch.sign({a})", "np.where(np.isnan({a}), 0.0, np.sign({a}))", "disc"),
     Op("floor", "torch.floor({a})", "np.floor({a})", "disc"),
     Op("round", "torch.round({a})", "np.round({a})", "disc"),
