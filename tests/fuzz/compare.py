@@ -12,6 +12,10 @@ import numpy as np
 
 EPS32 = float(np.finfo(np.float32).eps)
 EPS64 = float(np.finfo(np.float64).eps)
+# a generated program multiplies by at most 3e38 * 10.0: rounding noise it multiplies (a mean
+# of layer_norm's output is 0 up to eps) is that large, and only an independent rounding
+# order (torch) shows it
+LARGEST_CONSTANT = 3e39
 # layer_norm divides x - mean by sqrt(var + 1e-5): on a near-constant row, rounding in the
 # mean (eps * |x|) reaches the output multiplied by up to 1 / sqrt(1e-5), its condition
 LAYER_NORM_CONDITION = 1 / np.sqrt(1e-5)
@@ -113,8 +117,10 @@ def describe_diff(ref: dict, got: dict, tol: float, scale: float, typed: bool,
     return values(ref["values"], got["values"], tol, scale, overflow_order)
 
 
-def compare_call(program, call_index, ref: dict, got: dict, typed: bool) -> list:
-    """Mismatches of one call (typed: compare dtypes and grads, false for numpy)."""
+def compare_call(program, call_index, ref: dict, got: dict, typed: bool,
+                 other_rounding: bool = False) -> list:
+    """Mismatches of one call (typed: compare dtypes and grads, false for numpy;
+    other_rounding: `got` rounds in its own order, as torch's vectorized kernels do)."""
     if "raise" in ref or "raise" in got:
         if "raise" in ref and "raise" in got:
             return [] if ref["raise"] == got["raise"] else [
@@ -134,6 +140,8 @@ def compare_call(program, call_index, ref: dict, got: dict, typed: bool) -> list
         scale = scale_of(ref[key] + (ref["outputs"] if key == "grads" else []), call)
         if key == "grads":
             scale *= self_division_condition(program, call)
+        if other_rounding and "large_constants" in program.used:
+            scale *= LARGEST_CONSTANT
         for j, (r, g) in enumerate(zip(ref[key], got[key], strict=False)):
             tol = 16 * eps_of(program, call, r) * depth
             kind = describe_diff(r, g, tol, scale, typed, overflow_order_of(program))
@@ -153,10 +161,11 @@ def summary(desc: dict) -> str:
     return f"{desc['dtype']}{list(desc['shape'])} {text}"
 
 
-def compare(program, ref_results, got_results, typed=True, sink=False) -> tuple | None:
+def compare(program, ref_results, got_results, typed=True, sink=False,
+            other_rounding=False) -> tuple | None:
     """(call index, mismatches) of the first call that differs, or None."""
     for i, (ref, got) in enumerate(zip(ref_results, got_results, strict=False)):
-        found = compare_call(program, i, ref, got, typed)
+        found = compare_call(program, i, ref, got, typed, other_rounding)
         if sink and "sink" in ref and "sink" in got and ref["sink"] != got["sink"]:
             found.append(("sink", f"{ref['sink']!r} vs {got['sink']!r}"))
         if found:

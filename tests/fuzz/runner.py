@@ -14,7 +14,9 @@ reference's outputs and inputs (at least 1), which bounds the absolute error of 
 cancellation; for `.grad`s the outputs count as well (the gradient of a nearly constant
 output, such as sum(layer_norm(x) ** 2), is a small difference of output-sized terms),
 and in a program dividing a tensor by itself that scale is divided by the smallest nonzero
-input magnitude (x / x has the gradient g / x - g x / x^2: rounding of |g / x|-sized terms). A program with layer_norm has its tol multiplied by the op's condition,
+input magnitude (x / x has the gradient g / x - g x / x^2: rounding of |g / x|-sized terms).
+Against torch, whose kernels round in their own order, a program with large constants has
+its scale multiplied by 3e39, the largest factor a program applies to rounding noise. A program with layer_norm has its tol multiplied by the op's condition,
 1 / sqrt(1e-5) (tests.fuzz.compare.condition_of): on a near-constant row the mean's
 rounding is divided by sqrt(var + 1e-5). A wrong op, promotion or dropped term misses by
 orders of magnitude more.
