@@ -17,11 +17,11 @@ node's value to the node's output dtype, so a lowering need not. A lowering retu
 when it cannot lower this particular call (e.g. pow on integers); the node then runs as
 an extern.
 
-NaN semantics are numpy's: maximum/minimum/clamp propagate NaN (see
-`ScalarNamespace.maximum`), and kernels compile without fast-math flags (Note [No
-fast-math in pointwise code] in kernels.py). Each scalar form mirrors its op's eager
-forward expression by expression; tests/codegen/test_dtypes.py checks every lowered op
-against eager in every kernel dtype at edge values.
+NaN semantics are eager's: maximum/minimum/clamp propagate NaN and keep the first operand
+of equal ones (-0.0 and 0.0; see `ScalarNamespace.maximum`), and kernels compile without
+fast-math flags (Note [No fast-math in pointwise code] in kernels.py). Each scalar form
+mirrors its op's eager forward expression by expression; tests/codegen/test_dtypes.py
+checks every lowered op against eager in every kernel dtype at edge values.
 """
 
 from __future__ import annotations
@@ -207,13 +207,14 @@ class ScalarNamespace:
         return Scalar(f"({a.text} if {c.text} else {b.text})", self.emitter)
 
     def maximum(self, a: Any, b: Any) -> Scalar:
-        # numpy's maximum: NaN in either operand gives NaN; of equal operands (-0.0, 0.0), b
+        # eager's (PyTorch's) maximum: NaN in either operand gives NaN; of equal operands
+        # (-0.0, 0.0), a
         a, b = self._wrap(a).text, self._wrap(b).text
-        return Scalar(f"({a} if ({a} > {b} or {a} != {a}) else {b})", self.emitter)
+        return Scalar(f"({b} if ({b} > {a} or {b} != {b}) else {a})", self.emitter)
 
     def minimum(self, a: Any, b: Any) -> Scalar:
         a, b = self._wrap(a).text, self._wrap(b).text
-        return Scalar(f"({a} if ({a} < {b} or {a} != {a}) else {b})", self.emitter)
+        return Scalar(f"({b} if ({b} < {a} or {b} != {b}) else {a})", self.emitter)
 
     def abs(self, x: Scalar) -> Scalar:
         return Scalar(f"abs({x.text})", self.emitter)
@@ -224,6 +225,8 @@ class ScalarNamespace:
             return Scalar("(" + " * ".join([x.text] * int(exponent)) + ")", self.emitter)
         if not isinstance(exponent, Scalar) and exponent == 0.5:
             return self.sqrt(x)
+        if not isinstance(exponent, Scalar) and exponent == -0.5:  # eager's rsqrt (PyTorch's):
+            return Scalar(f"({self._wrap(1.0).text} / {self.sqrt(x).text})", self.emitter)
         return Scalar(self.emitter.call("pow", x.text, self._wrap(exponent).text), self.emitter)
 
     def __getattr__(self, name: str) -> Callable[..., Scalar]:

@@ -11,6 +11,11 @@ kernel's zero page, so a shape of any size costs address space, not memory. The 
 fake tensors are such arrays, and shape/dtype rules run forwards on them, so the layout of
 what numpy returns (a view's strides and offset, the order of a pointwise result) is the
 layout an eager call produces (see Note [Shape/dtype rules] in ops/registry.py).
+
+What layout a result gets is PyTorch's, not numpy's (Note [Result layouts] in
+ops/registry.py): `iterator_strides` is TensorIterator's stride-order rule for elementwise
+results, `preserved_strides` torch.preserve_format's for `*_like`, and `with_strides` lays
+an array out so.
 """
 
 from __future__ import annotations
@@ -84,3 +89,83 @@ def layout_array(shape: tuple[int, ...], np_dtype: np.dtype, strides: tuple[int,
     memory = _ZEROS.at_least(start + high)
     return np.ndarray(shape, np_dtype, buffer=memory, offset=start + offset * itemsize,
                       strides=tuple(s * itemsize for s in strides))
+
+
+def iterator_strides(shape: tuple[int, ...], operands: list[np.ndarray]) -> tuple[int, ...]:
+    """Element strides of the result of an elementwise op on `operands` (broadcast to
+    `shape`), as PyTorch's TensorIterator lays it out (TensorIteratorBase::reorder_dimensions):
+    the dims are sorted by the operands' strides, the first operand deciding and the next
+    one breaking its ties (equal strides: the smaller dim first); a broadcast dim (stride 0)
+    has no say. The result is dense in that order: `x.t() * y` is strided like `x.t()`.
+    """
+    ndim = len(shape)
+    strides = [_broadcast_strides(a, shape) for a in operands]
+    perm = list(range(ndim - 1, -1, -1))  # perm[0] is the fastest-moving dim
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            order = _dim_order(shape, strides, perm[dim0], perm[dim1])
+            if order > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif order < 0:
+                break
+    out = [0] * ndim
+    step = 1
+    for d in perm:
+        out[d] = step
+        step *= max(shape[d], 1)
+    return tuple(out)
+
+
+def _broadcast_strides(array: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
+    lead = len(shape) - array.ndim
+    own = element_strides(array)
+    return (0,) * lead + tuple(0 if size == 1 and shape[lead + i] != 1 else own[i]
+                               for i, size in enumerate(array.shape))
+
+
+def _dim_order(shape: tuple[int, ...], strides: list[tuple[int, ...]], dim0: int,
+               dim1: int) -> int:
+    """1 if dim0 should move after dim1 (be slower), -1 if before, 0 if no operand says."""
+    for s in strides:
+        s0, s1 = s[dim0], s[dim1]
+        if s0 == 0 or s1 == 0:
+            continue
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        if shape[dim0] > shape[dim1]:
+            return 1
+    return 0
+
+
+def with_strides(array: np.ndarray, strides: tuple[int, ...]) -> np.ndarray:
+    """`array`'s values in a new array with these element strides (dense in some order)."""
+    if element_strides(array) == strides:
+        return array
+    order = sorted(range(array.ndim), key=lambda d: -strides[d])  # slowest dim first
+    out = np.empty([array.shape[d] for d in order], dtype=array.dtype)
+    out = out.transpose(np.argsort(order))
+    out[...] = array
+    return out
+
+
+def non_overlapping_and_dense(array: np.ndarray) -> bool:
+    """Whether the elements fill one block of memory exactly, in some order of the dims
+    (PyTorch's is_non_overlapping_and_dense; size-1 dims do not count)."""
+    expected = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(element_strides(array), array.shape,
+                                                             strict=True) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def preserved_strides(array: np.ndarray) -> tuple[int, ...]:
+    """Element strides of a new tensor made like `array` (torch.preserve_format: `*_like`,
+    `clone`): array's own when they are non-overlapping and dense, else dense in the order
+    of its strides."""
+    if non_overlapping_and_dense(array):
+        return element_strides(array)
+    return iterator_strides(array.shape, [array])

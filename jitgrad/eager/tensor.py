@@ -225,6 +225,8 @@ class Tensor:
     # ----- autograd state -------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        if self._view is not None:
+            self.grad_fn  # noqa: B018 - a view whose base was written since: rebuild history
         return self._requires_grad
 
     @requires_grad.setter

@@ -195,13 +195,13 @@ class NumpyNamespace:
     def cumsum(x: Any, dim: int) -> Any:
         from jitgrad.eager.ops.sorting import scan_accumulating
 
-        return scan_accumulating(np.cumsum, np.asarray(x), dim)
+        return scan_accumulating(np.add.accumulate, np.asarray(x), dim)
 
     @staticmethod
     def cumprod(x: Any, dim: int) -> Any:
         from jitgrad.eager.ops.sorting import scan_accumulating
 
-        return scan_accumulating(np.cumprod, np.asarray(x), dim)
+        return scan_accumulating(np.multiply.accumulate, np.asarray(x), dim)
 
     @staticmethod
     def take_along_dim(x: Any, index: Any, dim: int) -> Any:
@@ -219,11 +219,6 @@ class NumpyNamespace:
     def eye_mask(n: int, shape: tuple[int, ...]) -> Any:
         """bool identity of size n, reshaped to `shape` (n, n, 1, ...) for broadcasting."""
         return np.eye(n, dtype=np.bool_).reshape(shape)
-
-    @staticmethod
-    def triu_mask(n: int, shape: tuple[int, ...]) -> Any:
-        """bool mask [i, j] = j >= i of size n, reshaped to `shape` (n, n, 1, ...)."""
-        return np.triu(np.ones((n, n), dtype=np.bool_)).reshape(shape)
 
     @staticmethod
     def einsum(equation: str, *operands: Any) -> Any:

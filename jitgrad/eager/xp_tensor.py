@@ -169,10 +169,6 @@ def eye_mask(n: int, shape: tuple[int, ...]) -> Tensor:
     return Tensor._make(np.eye(n, dtype=np.bool_).reshape(shape))
 
 
-def triu_mask(n: int, shape: tuple[int, ...]) -> Tensor:
-    return Tensor._make(np.triu(np.ones((n, n), dtype=np.bool_)).reshape(shape))
-
-
 def einsum(equation: str, *operands: Tensor) -> Tensor:
     return linalg.einsum(equation, *operands)
 

@@ -278,6 +278,7 @@ class FakeTensor(Tensor):
                 expanded_shape(src._data.shape, self._data.shape)
             except RuntimeError:
                 raise broadcast_error("copy_", self, src) from None
+        inplace.check_no_partial_overlap(self, (src,))
         copied = apply_op(inplace.COPY, (self, src), (self._data, src._data))
         return _write(self, copied, "copy_", check_dtype=False)
 
@@ -298,6 +299,8 @@ class FakeTensor(Tensor):
                               "index mixing slices and index tensors",
                               "index in two steps (slices, then index tensors) to keep it in "
                               "the graph")
+        if advanced is None:
+            inplace.check_no_partial_overlap(self, (value,), self._data[basic])  # as eager
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
             value = value.to(self.dtype)
         written = put(INDEX_PUT, self, basic if advanced is None else advanced, value, False)
@@ -465,6 +468,7 @@ def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor
     """`x.<name>(...)` on a traced tensor: `x = x.<out_of_place>(...)`, functionalized."""
 
     def method(self: FakeTensor, *args: Any, **kwargs: Any) -> Any:
+        inplace.check_no_partial_overlap(self, (*args, *kwargs.values()))  # as eager
         value = getattr(self, out_of_place)(*args, **kwargs)
         if value is NotImplemented:  # `x += other` of a type Tensor does not take
             return value

@@ -447,11 +447,13 @@ def test_retained_grad_follows_the_tensor_through_an_inplace_op():
 
 def test_overlapping_source_and_target_regions():
     x = jg.arange(5.0)
-    x[1:] = x[:-1]
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        x[1:] = x[:-1]  # a partial overlap: PyTorch 2.13 raises, so does eager
+    x[1:] = x[:-1].clone()
     assert x.tolist() == [0.0, 0.0, 1.0, 2.0, 3.0]
     a = _leaf([1.0, 2.0, 3.0])
     b = a.clone()
-    b[1:] = b[:-1]
+    b[1:] = b[:-1].clone()
     assert b.tolist() == [1.0, 1.0, 2.0]
     b.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), [2.0, 1.0, 0.0])

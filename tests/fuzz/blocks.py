@@ -41,6 +41,11 @@ def inplace_text(g, c, rank, empty=False, target=None):
     b = g.pick() or "1.0"
     b0 = "0.25" if g.rng.random() < 0.5 else f"{b}.sum()"
     fmt = {"c": c, "b": b, "b0": b0}
+    if target is not None and not is_float(target) and b in g.env and \
+            getattr(g.env[b], "requires_grad", False) and "{b" in t_tpl:
+        # torch flags an int/bool tensor written with a value requiring grad as requiring
+        # grad, then refuses autograd on it ("Autograd not support dtype"): not probed
+        return None
     exact = exact and (b not in g.env or g.exact.get(b, False)) and "sum" not in b0
     numpy_text = n_tpl.format(**fmt) if target is None or is_float(target) else None
     return t_tpl.format(**fmt), numpy_text, exact
@@ -104,14 +109,16 @@ def no_grad_leaf_inplace(g) -> bool:
     if not params or "no_grad_leaf_inplace" not in g.features:
         return False
     a = g.rng.choice(params)
-    return g.try_add(f"with torch.no_grad():\n    {a}.mul_(0.5)", f"{a} *= 0.5",
-                     {a: g.exact.get(a, False)}, "no_grad_leaf_inplace")
+    # as in inplace_input: a conversion of the argument may alias it in one and not the other
+    return g.try_add(f"with torch.no_grad():\n    {a}.mul_(0.5)",
+                     None if g.conversions else f"{a} *= 0.5", {a: g.exact.get(a, False)},
+                     "no_grad_leaf_inplace")
 
 
 def smooth_expr(g, a):
     """A continuous expression of `a` as (torch, numpy) text."""
     return g.rng.choice([
-        (f"torch.tanh({a}) * 0.5", f"np.tanh({a}) * 0.5"),
+        (f"torch.tanh({a}) * 0.5", f"np.tanh(f64({a})) * 0.5"),  # np.tanh(bool) is float16
         (f"{a} * 2.0 + 1", f"{a} * 2.0 + 1"),
         (f"torch.sigmoid({a}) - {a}", f"sigmoid({a}) - {a}"),
         (f"{a}.abs() + 0.5", f"np.abs({a}) + 0.5"),

@@ -27,7 +27,8 @@ def check(program: Program, backends, torch_worker=None) -> dict:
         if backend in ("numpy", "torch"):
             keep = [i for i, r in enumerate(ref) if "raise" not in r or backend == "torch"]
             ref_b, got_b = [ref[i] for i in keep], [got[i] for i in keep]
-            diff = compare.compare(program, ref_b, got_b, typed=backend == "torch")
+            diff = compare.compare(program, ref_b, got_b, typed=backend == "torch",
+                                   other_rounding=backend == "torch")
             if diff is not None:
                 diff = (keep[diff[0]], diff[1])
         else:

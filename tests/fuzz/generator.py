@@ -56,6 +56,7 @@ class Program:
     numpy_statements: list | None = None
     params: list = field(default_factory=list)
     returns: list = field(default_factory=list)
+    narrow_floats: bool = False  # some value was float32/16 while generating (eps_of)
 
     @property
     def filename(self) -> str:
@@ -78,6 +79,7 @@ class Generator:
         self.nrng = np.random.default_rng(seed)
         self.features = features
         self.used: set = set()
+        self.narrow_floats = False
         self.statements: list[str] = []
         self.numpy_statements: list[str] | None = []
         self.exact: dict[str, bool] = {}
@@ -132,6 +134,9 @@ class Generator:
             self.numpy_statements = None
         self.exact.update(exact)
         self.used.add(feature)
+        self.narrow_floats = self.narrow_floats or any(
+            isinstance(v, jitgrad.Tensor) and v.dtype.is_floating_point and v.element_size() < 8
+            for v in self.env.values())
         return True
 
     def force_error(self, torch_src: str, feature: str) -> None:
@@ -215,7 +220,8 @@ def generate(seed: int, features: frozenset = FEATURES) -> Program:
                                                                     returns),
         calls=[inputs.specs(templates, call) for call in calls], used=g.used,
         expect_raise=g.expect_raise, statements=list(g.statements),
-        numpy_statements=numpy_statements, params=params, returns=returns)
+        numpy_statements=numpy_statements, params=params, returns=returns,
+        narrow_floats=g.narrow_floats)
     if g.grad_program and any(t.get("requires_grad") for t in templates):
         program.used.add("grad")
     return program

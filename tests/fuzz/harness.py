@@ -97,6 +97,9 @@ def run_call(torch, fn, call, sink):
               "inputs_after": [describe(torch, a) for a, leaf in pairs if leaf is not None],
               "sink": sink.getvalue()}
     result["backward"] = backward_of(torch, outputs)
+    # floating leaves only: torch flags an int/bool tensor written with a value requiring
+    # grad as requiring grad (a documented difference, tests.fuzz.runner)
     result["grads"] = [describe(torch, leaf.grad) for _, leaf in pairs
-                       if leaf is not None and leaf.requires_grad]
+                       if leaf is not None and leaf.requires_grad
+                       and leaf.dtype.is_floating_point]
     return result

@@ -8,8 +8,10 @@ reference runs in float64 (float32 inputs are widened), so its numpy namespace i
 Kinds (how the generator may apply an op without rounding flipping a result):
 - "exact": result is exact when the operands are (neg, abs, relu, max, views...);
 - "smooth": continuous, rounding errors stay proportional (tanh, add, matmul...);
-- "domain": NaN/inf/poles for some inputs: applied as written only to exact operands,
-  otherwise through its `safe` form (log(|x| + 1), x / (|y| + 1));
+- "domain": NaN/inf/poles for some inputs, or ill-conditioned for large ones (sin, cos:
+  an argument's rounding error passes unshrunk, |x| eps, far above the value's scale):
+  applied as written only to exact operands, otherwise through its `safe` form
+  (log(|x| + 1), sqrt(|x| + 1), x / (|y| + 1), sin of x clipped to [-8, 8]);
 - "disc": discontinuous (comparisons, sign, floor): only on exact operands, since one
   ulp of difference in an operand could flip the result.
 """
@@ -41,8 +43,10 @@ UNARY = [
        "torch.exp({a}.clamp(-8.0, 8.0))", "np.exp(np.clip({a}, -8.0, 8.0))"),
     Op("tanh", "torch.tanh({a})", "np.tanh({a})", "smooth"),
     Op("sigmoid", "torch.sigmoid({a})", "sigmoid({a})", "smooth"),
-    Op("sin", "torch.sin({a})", "np.sin({a})", "smooth"),
-    Op("cos", "{a}.cos()", "np.cos({a})", "smooth"),
+    Op("sin", "torch.sin({a})", "np.sin({a})", "domain",
+       "torch.sin({a}.clamp(-8.0, 8.0))", "np.sin(np.clip({a}, -8.0, 8.0))"),
+    Op("cos", "{a}.cos()", "np.cos({a})", "domain",
+       "{a}.clamp(-8.0, 8.0).cos()", "np.cos(np.clip({a}, -8.0, 8.0))"),
     Op("square", "{a} * {a}", "{a} * {a}", "smooth"),
     Op("pow2", "{a} ** 2", "{a} ** 2", "smooth"),
     Op("gelu", "F.gelu({a})", "gelu({a})", "smooth", floats_only=True),
@@ -51,14 +55,14 @@ UNARY = [
        floats_only=True),
     Op("log", "torch.log({a})", "np.log({a})", "domain",
        "torch.log({a}.abs() + 1)", "np.log(np.abs({a}) + 1)"),
-    Op("sqrt", "torch.sqrt({a})", "np.sqrt({a})", "domain",
-       "torch.sqrt({a}.abs())", "np.sqrt(np.abs({a}))"),
+    Op("sqrt", "torch.sqrt({a})", "np.sqrt({a})", "domain",  # safe: away from 0, where
+       "torch.sqrt({a}.abs() + 1)", "np.sqrt(np.abs({a}) + 1)"),  # sqrt's condition is inf
     Op("rsqrt", "torch.rsqrt({a})", "1 / np.sqrt({a})", "domain",
        "torch.rsqrt({a}.abs() + 1)", "1 / np.sqrt(np.abs({a}) + 1)"),
     Op("reciprocal", "{a}.reciprocal()", "1 / {a}", "domain",
        "1 / ({a}.abs() + 1)", "1 / (np.abs({a}) + 1)"),
     Op("pow_half", "{a} ** 0.5", "{a} ** 0.5", "domain",
-       "{a}.abs() ** 0.5", "np.abs({a}) ** 0.5"),
+       "({a}.abs() + 1) ** 0.5", "(np.abs({a}) + 1) ** 0.5"),
     Op("sign", "torch.sign({a})", "np.where(np.isnan({a}), 0.0, np.sign({a}))", "disc"),
     Op("floor", "torch.floor({a})", "np.floor({a})", "disc"),
     Op("round", "torch.round({a})", "np.round({a})", "disc"),
@@ -78,8 +82,8 @@ BINARY = [
     Op("add_alpha", "torch.add({a}, {b}, alpha=2)", "{a} + 2 * {b}", "smooth"),
     Op("div", "{a} / {b}", "{a} / {b}", "domain",
        "{a} / ({b}.abs() + 1)", "{a} / (np.abs({b}) + 1)"),
-    Op("maximum", "torch.maximum({a}, {b})", "np.maximum({a}, {b})", "exact"),
-    Op("minimum", "torch.minimum({a}, {b})", "np.minimum({a}, {b})", "exact"),
+    Op("maximum", "torch.maximum({a}, {b})", "maximum({a}, {b})", "exact"),
+    Op("minimum", "torch.minimum({a}, {b})", "minimum({a}, {b})", "exact"),
     Op("gt", "({a} > {b})", "({a} > {b})", "disc"),
     Op("eq", "({a} == {b})", "({a} == {b})", "disc"),
     Op("where", "torch.where({a} > 0, {a}, {b})", "np.where({a} > 0, {a}, {b})", "disc"),
@@ -121,7 +125,17 @@ def f64(a):
 
 
 def relu(a):
-    return np.where(np.isnan(a), a, np.maximum(a, 0)) if np.asarray(a).dtype != bool else a
+    # torch's: NaN stays NaN, relu(-0.0) is -0.0 (np.maximum's tie would give 0.0)
+    return np.where(a < 0, 0, a) if np.asarray(a).dtype != bool else a
+
+
+def maximum(a, b):
+    # torch's: NaN from either, of equal operands (-0.0 and 0.0) the first
+    return np.where((np.asarray(b) > a) | np.isnan(b), b, a)
+
+
+def minimum(a, b):
+    return np.where((np.asarray(b) < a) | np.isnan(b), b, a)
 
 
 def sigmoid(a):
@@ -132,21 +146,48 @@ def gelu(a):
     return 0.5 * a * (1 + _erf(a / math.sqrt(2)))
 
 
+# max with initial=-inf: a reduction over a zero-size dim gives torch's empty or -inf
+# result (on floats: an integer operand is widened first, as torch computes in float)
+
+
+def floats(a):
+    a = np.asarray(a)
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
+
+
 def logsumexp(a, axis, keepdims=False):
-    m = np.max(a, axis=axis, keepdims=True)
+    a = floats(a)
+    m = np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0)
     out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 def softmax(a, axis):
-    e = np.exp(a - np.max(a, axis=axis, keepdims=True))
+    a = floats(a)
+    e = np.exp(a - np.max(a, axis=axis, keepdims=True, initial=-np.inf))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(a, axis):
-    shifted = a - np.max(a, axis=axis, keepdims=True)
+    a = floats(a)
+    shifted = a - np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def contiguous(a):
+    """torch's contiguous(): the array itself when C-contiguous (a later in-place write
+    shows through), else a copy; 0-d stays 0-d (np.ascontiguousarray would give 1-d)."""
+    return a if isinstance(a, np.ndarray) and a.flags.c_contiguous else np.array(a, copy=True)
+
+
+def index(a, idx, dim):
+    """a[idx] along dim as torch: indices are checked only when the result has elements."""
+    shape = list(np.shape(a))
+    shape[dim] = len(idx)
+    if 0 in shape:
+        return np.zeros(shape, np.asarray(a).dtype)
+    return np.take(a, np.array(idx, dtype=np.int64), axis=dim)
 
 
 def layer_norm(a, n):

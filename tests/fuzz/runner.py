@@ -11,11 +11,32 @@ Tolerance model (float rounding only). Each finite float element must satisfy
 unless the call is float64 throughout (int and bool promote to float32), depth the number
 of statements (loops count three times), scale the largest finite magnitude among the
 reference's outputs and inputs (at least 1), which bounds the absolute error of sums with
-cancellation. A wrong op, promotion or dropped term misses by orders of magnitude more.
-NaN positions must match exactly; infinities must match in position and sign; ints and
+cancellation; for `.grad`s the outputs count as well (the gradient of a nearly constant
+output, such as sum(layer_norm(x) ** 2), is a small difference of output-sized terms),
+and in a program dividing a tensor by itself that scale is divided by the smallest nonzero
+input magnitude (x / x has the gradient g / x - g x / x^2: rounding of |g / x|-sized terms).
+Against torch, whose kernels round in their own order, a program with large constants has
+its scale multiplied by 3e39, the largest factor a program applies to rounding noise. A program with layer_norm has its tol multiplied by the op's condition,
+1 / sqrt(1e-5) (tests.fuzz.compare.condition_of): on a near-constant row the mean's
+rounding is divided by sqrt(var + 1e-5). A wrong op, promotion or dropped term misses by
+orders of magnitude more.
+NaN positions must match exactly; infinities must match in position and sign (in a
+program with a matmul, values that overflowed or came within 16x of the dtype's max only
+have to have done so in both, tests.fuzz.compare.overflow_order_of: an overflowing dot
+product's inf, NaN or huge value is the BLAS summation order's); ints and
 bools exactly; dtypes, shapes, requires_grad, `.grad` None-ness and the builtin class of an
 exception exactly; inputs mutated in place are compared like outputs; what the program
 printed (SINK) exactly between jitgrad backends.
+
+Known deliberate differences from torch (tests.fuzz.torch_worker.TORCH_QUIRKS shims torch
+to the mathematical value so that programs reaching them still compare):
+- `F.gelu(+inf)` is NaN in torch's vectorized float32/float16 kernel (and for float64 in
+  a one-element tensor), and gelu(x) for x > max / 2 is inf there ((1 + erf) * x * 0.5
+  overflows); jitgrad and the formula give +inf and x. Gradients agree.
+- An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
+  requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
+  requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed;
+  the generator writes no value requiring grad into one (torch may then refuse autograd).
 """
 
 import linecache

@@ -188,13 +188,13 @@ VIEWS = [  # (min rank, max rank, torch, numpy)
     (0, 9, "{a}.view(-1)", "np.reshape({a}, -1)"),
     (0, 9, "{a}.unsqueeze(0)", "np.expand_dims({a}, 0)"),
     (0, 9, "{a}.squeeze()", "np.squeeze({a})"),
-    (0, 9, "{a}.flatten()", "np.ravel({a})"),
+    (0, 9, "{a}.flatten()", "np.reshape({a}, -1)"),  # a view where torch has one (not ravel)
     (0, 9, "{a}.expand(2, *{a}.shape)", "np.broadcast_to({a}, (2,) + {a}.shape)"),
-    (0, 9, "{a}.contiguous()", "np.array({a}, copy=True)"),  # ascontiguousarray: 0-d -> 1-d
+    (0, 9, "{a}.contiguous()", "contiguous({a})"),
     (1, 9, "{a}[1:]", "{a}[1:]"),
     (2, 9, "{a}[:, ::2]", "{a}[:, ::2]"),
     (1, 9, "{a}[..., -1]", "{a}[..., -1]"),
-    (1, 9, "{a}[0]", "{a}[0]"),
+    (1, 9, "{a}[0]", "{a}[0, ...]"),  # a 0-d view of a 1-d array, as torch (not a copy)
     (2, 9, "{a}.reshape({a}.shape[0], -1)", "np.reshape({a}, ({a}.shape[0], -1))"),
     (2, 9, "{a}.mT", "np.swapaxes({a}, -1, -2)"),
     (1, 9, "{a}.narrow(-1, 0, 1)", "{a}[..., 0:1]"),
@@ -233,7 +233,7 @@ def index_tensor(g) -> bool:
         feature = "index_empty_grad"
     v = g.new_name()
     t_src = f"{v} = {a}[{prefix}torch.tensor({idx})]"
-    kept = g.try_add(t_src, f"{v} = {a}[{prefix}np.array({idx}, dtype=np.int64)]",
+    kept = g.try_add(t_src, f"{v} = index({a}, {idx}, {dim})",
                      {v: g.exact.get(a, False)}, feature)
     if oob and not kept:
         g.force_error(t_src, "index_oob")

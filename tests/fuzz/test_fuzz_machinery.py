@@ -7,6 +7,7 @@ import numpy as np
 import jitgrad
 from tests.fuzz import campaign, compare, harness, runner
 from tests.fuzz.generator import Program, generate
+from tests.fuzz.ops import NUMPY_PRELUDE
 
 
 def test_values_accept_rounding_and_reject_nan_inf_and_real_errors():
@@ -18,6 +19,40 @@ def test_values_accept_rounding_and_reject_nan_inf_and_real_errors():
     assert compare.values(ref, np.array([1.0, np.nan, -np.inf, -2.0]), 1e-6, 1.0) == "inf"
     assert compare.values(ref, np.array([1.0, np.nan, np.inf, -2.001]), 1e-6, 1.0) == "value"
     assert compare.values(np.array([1, 2]), np.array([1, 3]), 1e-6, 1.0) == "value"
+
+
+def test_near_overflow_matmul_results_compare_by_having_overflowed():
+    ref = np.array([np.inf, -2.5e38, 1.0], dtype=np.float32)
+    got = np.array([np.nan, -np.inf, 1.0], dtype=np.float32)
+    assert compare.values(ref, got, 1e-6, 1.0) == "nan"
+    assert compare.values(ref, got, 1e-6, 1.0, overflow_order=True) is None
+    finite_instead = np.array([1e30, -np.inf, 1.0], dtype=np.float32)
+    assert compare.values(ref, finite_instead, 1e-6, 1.0, overflow_order=True) == "nan"
+    assert compare.values(ref, np.array([np.inf, -np.inf, 1.5]), 1e-6, 1.0, True) == "value"
+
+
+def test_tolerance_follows_the_condition_and_the_narrowest_float_of_the_program():
+    arg = {"kind": "tensor", "array": np.zeros(3), "layout": "contig", "requires_grad": False}
+    plain = Program(seed=0, source="def program(a):\n    return (a,)\n", numpy_source=None)
+    assert compare.eps_of(plain, [arg], {"dtype": "float64"}) == compare.EPS64
+    assert compare.condition_of(plain) == 1.0
+    narrow = Program(seed=0, source=plain.source, numpy_source=None, narrow_floats=True,
+                     used={"layer_norm"})
+    assert compare.eps_of(narrow, [arg], {"dtype": "float64"}) == compare.EPS32
+    assert compare.condition_of(narrow) == compare.LAYER_NORM_CONDITION
+
+
+def test_numpy_reference_follows_torch_at_signed_zeros_and_empty_selections():
+    namespace: dict = {}
+    exec(NUMPY_PRELUDE, namespace)
+    zeros = np.array([-0.0, 0.0, np.nan])
+    assert np.signbit(namespace["relu"](zeros)[:2]).tolist() == [True, False]
+    ties = namespace["maximum"](zeros, np.array([0.0, -0.0, 1.0]))
+    assert np.signbit(ties[:2]).tolist() == [True, False] and np.isnan(ties[2])
+    assert namespace["index"](np.zeros((0, 5)), [2, -1, 8], 1).shape == (0, 3)
+    assert namespace["softmax"](np.zeros((2, 0)), 1).shape == (2, 0)
+    a = np.ones(3)
+    assert namespace["contiguous"](a) is a and namespace["contiguous"](a[::2]) is not a
 
 
 def test_generation_is_deterministic_and_valid_in_eager():

@@ -85,6 +85,20 @@ def cast_operands(operands: tuple, np_dtype: np.dtype) -> tuple:
                  for x in operands)
 
 
+def wrapped_integers(operands: tuple, np_dtype: np.dtype) -> tuple:
+    """Python ints outside an integer `np_dtype`'s range wrapped into it (two's complement),
+    as PyTorch converts the scalar operand of an integer tensor's arithmetic and comparisons
+    (int8 * 300 computes with 44; int8 < 300 compares with 44). numpy would raise."""
+    if np_dtype.kind not in "iu":
+        return operands
+    info = np.iinfo(np_dtype)
+    if not any(type(x) is int and not info.min <= x <= info.max for x in operands):
+        return operands
+    modulus = 1 << (8 * np_dtype.itemsize)
+    return tuple((x - info.min) % modulus + info.min
+                 if type(x) is int and not info.min <= x <= info.max else x for x in operands)
+
+
 def broadcast_error(name: str, a: Any, b: Any) -> RuntimeError:
     """PyTorch's broadcast message naming the clashing sizes and both shapes."""
     sa = a._data.shape if isinstance(a, Tensor) else ()
@@ -117,6 +131,8 @@ def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: 
         if to_float and not rd.is_floating_point:
             rd = dtypes.get_default_dtype() if numbers is None else dtypes.float64
         dtypes.check_supported(rd, op.name)
+        if numbers is None:  # the wrapped number is the operand a graph records, too
+            a, b = wrapped_integers((a, b), np.dtype(compute_dtype or rd.np))
         arrays = cast_operands((a, b), compute_dtype or rd.np)
     try:
         return apply_op(op, (a, b), arrays, params)

@@ -23,7 +23,15 @@ from jitgrad.eager.ops import pointwise
 from jitgrad.eager.ops._binary import binary
 from jitgrad.eager.ops.comparison import MINIMUM, where
 from jitgrad.eager.ops.declare import REQUIRED, exported, pointwise_op
-from jitgrad.eager.ops.pointwise import erf, exp, log1p, not_implemented_for, relu, tanh
+from jitgrad.eager.ops.pointwise import (
+    erf,
+    exp,
+    first_on_ties,
+    log1p,
+    not_implemented_for,
+    relu,
+    tanh,
+)
 from jitgrad.eager.ops.registry import ANY_KIND
 from jitgrad.eager.tensor import Tensor
 
@@ -47,7 +55,8 @@ def _sigmoid_forward(x: np.ndarray) -> np.ndarray:
 
 
 def _hardtanh_forward(x: np.ndarray, min_val: Any, max_val: Any) -> np.ndarray:
-    return np.minimum(np.maximum(x, min_val), max_val)
+    low = first_on_ties(np.maximum(x, min_val), x, min_val)  # relu6(-0.0) is -0.0 (PyTorch)
+    return first_on_ties(np.minimum(low, max_val), low, max_val)
 
 
 # ----- backwards --------------------------------------------------------------------

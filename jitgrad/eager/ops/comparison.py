@@ -23,6 +23,7 @@ from jitgrad.eager.ops.pointwise import (
     SCALAR_TYPE_NAMES,
     apply_broadcasting,
     apply_promoted,
+    first_on_ties,
     not_implemented_for,
     require_tensor,
 )
@@ -306,10 +307,12 @@ def _minimum_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
             (xp.where(a == b, half, xp.where(a < b, 0.0, g)) if need_b else None))
 
 
-MAXIMUM = register("maximum", np.maximum, _maximum_backward, inputs=AB, saves=AB,
+MAXIMUM = register("maximum", lambda a, b: first_on_ties(np.maximum(a, b), a, b),
+                   _maximum_backward, inputs=AB, saves=AB,
                    source="g to the larger input, g/2 each on ties (PyTorch)",
                    scalar=lambda s, a, b: s.maximum(a, b), scalar_kinds=ANY_KIND)
-MINIMUM = register("minimum", np.minimum, _minimum_backward, inputs=AB, saves=AB,
+MINIMUM = register("minimum", lambda a, b: first_on_ties(np.minimum(a, b), a, b),
+                   _minimum_backward, inputs=AB, saves=AB,
                    source="g to the smaller input, g/2 each on ties (PyTorch)",
                    scalar=lambda s, a, b: s.minimum(a, b), scalar_kinds=ANY_KIND)
 
@@ -434,8 +437,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 def _clamp_forward(input: np.ndarray, min: Any, max: Any) -> np.ndarray:
     # min(max(x, lo), hi): NaN passes through, and lo > hi gives hi everywhere
-    out = input if min is None else np.maximum(input, min)
-    return out if max is None else np.minimum(out, max)
+    # of equal operands (-0.0 and 0.0) x, as PyTorch's
+    out = input if min is None else first_on_ties(np.maximum(input, min), input, min)
+    return out if max is None else first_on_ties(np.minimum(out, max), out, max)
 
 
 def _clamp_backward(xp: Any, ctx: Any, g: Any, input: Any, min: Any, max: Any) -> tuple:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager import dtypes
+from jitgrad.eager import dtypes, layout
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Size, Tensor, device
@@ -304,29 +304,41 @@ def _like(input: Tensor, dtype: Any, device: Any) -> np.dtype:
     return dtypes.to_dtype(dtype).np if dtype is not None else input._data.dtype
 
 
+def like_layout(array: np.ndarray, input: Tensor) -> np.ndarray:
+    """`array` (input's shape) laid out like `input`, as PyTorch's `*_like` functions
+    (torch.preserve_format, jitgrad.eager.layout.preserved_strides)."""
+    data = input._data
+    if not isinstance(data, np.ndarray) or data.flags.c_contiguous:
+        return array
+    return layout.with_strides(array, layout.preserved_strides(data))
+
+
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    """Zeros with the shape and (default) dtype of `input`."""
-    return finish(np.zeros(input._data.shape, _like(input, dtype, device)), requires_grad)
+    """Zeros with the shape, (default) dtype and layout of `input`."""
+    return finish(like_layout(np.zeros(input._data.shape, _like(input, dtype, device)), input),
+                  requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    """Ones with the shape and (default) dtype of `input`."""
-    return finish(np.ones(input._data.shape, _like(input, dtype, device)), requires_grad)
+    """Ones with the shape, (default) dtype and layout of `input`."""
+    return finish(like_layout(np.ones(input._data.shape, _like(input, dtype, device)), input),
+                  requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    """Uninitialized, with the shape and (default) dtype of `input`."""
-    return finish(np.empty(input._data.shape, _like(input, dtype, device)), requires_grad)
+    """Uninitialized, with the shape, (default) dtype and layout of `input`."""
+    return finish(like_layout(np.empty(input._data.shape, _like(input, dtype, device)), input),
+                  requires_grad)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    """`fill_value` everywhere, with the shape and (default) dtype of `input`."""
-    return finish(np.full(input._data.shape, fill_value, _like(input, dtype, device)),
-                  requires_grad)
+    """`fill_value` everywhere, with the shape, (default) dtype and layout of `input`."""
+    return finish(like_layout(np.full(input._data.shape, fill_value,
+                                      _like(input, dtype, device)), input), requires_grad)
 
 
 # ----- ranges ---------------------------------------------------------------------------

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import operator
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from jitgrad.eager import layout
 from jitgrad.eager.ops.checks import check_array
 from jitgrad.eager.tensor import Tensor, values_known
 
@@ -127,7 +129,9 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
     if basic is not None:
         return basic, None
     if type(index) is Tensor and index._data.dtype.kind == "i" and index._data.ndim and shape:
-        return None, (checked_array(index._data, 0, shape[0]),)  # `table[ids]`, e.g. embeddings
+        ids = {0: index._data}  # `table[ids]`, e.g. embeddings
+        _check_arrays(ids, {0: (0, shape[0])}, lambda: shape)
+        return None, (ids[0],)
     items = [_classify(obj) for obj in _as_tuple(index)]
     ndim = len(shape)
     consumed = 0
@@ -148,6 +152,7 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
                          f"indices for shape {list(shape)})")
     basic: list[Any] = []
     advanced: dict[int, np.ndarray] = {}
+    sizes: dict[int, tuple[int, int]] = {}  # out dim of an int array -> (its number, size)
     in_dim = out_dim = tensors = 0
     keeps_all = True
     for kind, value in items:
@@ -178,7 +183,8 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
             in_dim += count
             out_dim += count
         elif kind == "array":
-            advanced[out_dim] = checked_array(value, tensors, shape[in_dim])
+            advanced[out_dim] = value
+            sizes[out_dim] = (tensors, shape[in_dim])
             tensors += 1
             basic.append(slice(None))
             in_dim += 1
@@ -194,8 +200,39 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
     basic.append(Ellipsis)  # numpy returns a view (not a scalar) even when ints index every dim
     if not advanced:
         return tuple(basic), None
+    _check_arrays(advanced, sizes,
+                  lambda: layout.layout_array(shape, np.uint8, None)[tuple(basic)].shape)
     adv = tuple(advanced.get(d, slice(None)) for d in range(max(advanced) + 1))
     return (None if keeps_all else tuple(basic)), adv
+
+
+def _check_arrays(advanced: dict[int, np.ndarray], sizes: dict[int, tuple[int, int]],
+                  view_shape: Callable[[], tuple[int, ...]]) -> None:
+    """Bounds-check (and wrap) the int arrays of `advanced` in place, as PyTorch's index
+    kernel: an index into a dim of size 0 raises; otherwise, when the result selects no
+    element (an empty index or another dim of the view is 0), indices are never read, so
+    out-of-range ones do not raise (`zeros(0, 5)[:, [8]]` is empty).
+
+    sizes: for each out dim of `advanced` holding an int array, (its number among the index
+    tensors, the size it indexes); view_shape: the shape `advanced` applies to.
+    """
+    try:
+        for d, (number, size) in sizes.items():
+            advanced[d] = checked_array(advanced[d], number, size)
+    except IndexError:
+        if any(size == 0 and advanced[d].size for d, (_, size) in sizes.items()):
+            raise IndexError("index is out of bounds for dimension with size 0") from None
+        if not _selects_nothing(advanced, view_shape()):
+            raise
+        for d in sizes:
+            advanced[d] = np.zeros(np.shape(advanced[d]), dtype=np.int64)
+
+
+def _selects_nothing(advanced: dict[int, np.ndarray], view_shape: tuple[int, ...]) -> bool:
+    """Whether indexing `view_shape` with `advanced` (out dim -> index array) is empty."""
+    picked = np.broadcast_shapes(*(np.shape(a) for a in advanced.values()))
+    rest = [size for d, size in enumerate(view_shape) if d not in advanced]
+    return 0 in picked or 0 in rest
 
 
 def _simple_basic(shape: tuple[int, ...], index: Any) -> tuple | None:

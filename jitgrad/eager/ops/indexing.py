@@ -345,13 +345,23 @@ def _dim_select_index(input: Tensor, dim: int, index: Tensor, name: str) -> tupl
     if not values_known(idx):  # a compiler's fake index: kept fake, so the op runs eagerly
         return d, idx.reshape(-1).astype(np.int64, copy=False)
     size = input._data.shape[d]
-    message = f"for dimension {d} of size {size})" if name == "index_select" else \
-        f"is out of bounds for dimension {d} with size {size}"
     check_array(idx, reject="outside", low=0, high=size,  # negatives are out of range too
-                error="IndexError" if name == "index_select" else "RuntimeError",
-                message=("index out of range in self (index {bad} " if name == "index_select"
-                         else "index {bad} ") + message)
+                **_dim_index_error(name, d, size, input._data))
     return d, np.array(idx.reshape(-1), dtype=np.int64)
+
+
+def _dim_index_error(name: str, d: int, size: int, data: np.ndarray) -> dict[str, str]:
+    """PyTorch's error for an index out of range: index_select along dim 0 (or of a 1-D
+    tensor) raises IndexError; along another dim, or dim 0 of an empty tensor, its CPU kernel's
+    RuntimeError."""
+    if name != "index_select":
+        return {"error": "RuntimeError",
+                "message": f"index {{bad}} is out of bounds for dimension {d} with size {size}"}
+    if data.ndim <= 1 or (d == 0 and data.size):
+        return {"error": "IndexError", "message": "index out of range in self (index {bad} "
+                f"for dimension {d} of size {size})"}
+    return {"error": "RuntimeError",
+            "message": f"INDICES element is out of DATA bounds, id={{bad}} axis_dim={size}"}
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
@@ -35,7 +36,7 @@ from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.ops.shape import expanded_shape
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, values_known
 from jitgrad.eager.views import CopySlices, make_view, refresh_view_grad_fn
 
 ERR_LEAF = ("a leaf Variable that requires grad is being used in an in-place operation. "
@@ -57,6 +58,10 @@ ERR_NO_GRAD_VIEW = (
 ERR_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to "
                "a single memory location. Please clone() the tensor before performing the "
                "operation.")
+
+ERR_PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation.")
 
 # ----- checks ---------------------------------------------------------------------------
 
@@ -95,6 +100,48 @@ def check_no_overlap(data: np.ndarray) -> None:
     for size, stride in zip(data.shape, data.strides, strict=True):
         if stride == 0 and size > 1:
             raise RuntimeError(ERR_OVERLAP)
+
+
+def check_no_partial_overlap(target: Tensor, operands: Any,
+                             region: np.ndarray | None = None) -> None:
+    """Raise PyTorch's error when a tensor operand of an in-place op partly overlaps the
+    target (`b += b[1:]`, `a.add_(a.t())`), as TensorIterator's assert_no_partial_overlap.
+
+    region: the part of target's data written (`x[1:] = v` on a traced x), default all.
+    Its rule (aten/src/ATen/MemoryOverlap.cpp, get_overlap_status): the same tensor, an
+    empty one, or one that is not non-overlapping and dense (a strided slice, an expanded
+    tensor) passes, since the result then does not depend on the order of the writes;
+    otherwise the byte ranges may not intersect unless they coincide with the same strides.
+    """
+    written = target._data if region is None else region
+    for x in operands:
+        if isinstance(x, Tensor) and x is not target and _storage(x) is _storage(target) \
+                and _partial_overlap(written, x._data):
+            raise RuntimeError(ERR_PARTIAL_OVERLAP)
+
+
+def _partial_overlap(x: Any, y: Any) -> bool:
+    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)) or not (x.size and y.size):
+        return False
+    if not (layout.non_overlapping_and_dense(x) and layout.non_overlapping_and_dense(y)):
+        return False
+    x_begin = x.__array_interface__["data"][0]
+    y_begin = y.__array_interface__["data"][0]
+    x_end, y_end = x_begin + x.nbytes, y_begin + y.nbytes
+    if x_begin == y_begin and x_end == y_end:
+        return x.strides != y.strides
+    return x_begin < y_end and y_begin < x_end
+
+
+def _storage(t: Tensor) -> Any:
+    """What identifies t's storage: its data's root array, or for a compiler's fake tensor
+    (whose arrays all lie on one zero mapping) the base tensor of its view."""
+    if not values_known(t._data):
+        return t._view.base if t._view is not None else t
+    root = t._data
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root
 
 
 def can_cast(source: np.dtype, target: np.dtype) -> bool:
@@ -269,6 +316,7 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 
 def _copy(self: Tensor, src: Any) -> Tensor:
+    check_no_partial_overlap(self, (src,))
     arrays_src = src._data if isinstance(src, Tensor) else src
     return apply_inplace(self, lambda t: apply_op(COPY, (t, src), (t._data, arrays_src)),
                          check_dtype=False)
@@ -329,6 +377,7 @@ def _setitem_untracked(self: Tensor, basic: tuple | None, advanced: tuple | None
     target = Tensor._make(region)
     if advanced is None:
         src = _source(value, target, setitem=True)
+        check_no_partial_overlap(target, (src,))
         region[...] = src._data if isinstance(src, Tensor) else src
     else:
         region[advanced] = indexing.put_operand(indexing.INDEX_PUT, target, advanced, value)[1]
@@ -399,6 +448,7 @@ def _inplace_of(name: str) -> Callable[..., Tensor]:
     """`x.<name>_(...)`: the functional `x.<name>(...)` written back into x."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        check_no_partial_overlap(self, (*args, *kwargs.values()))
         return apply_inplace(self, lambda t: getattr(t, name)(*args, **kwargs))
 
     method.__name__ = method.__qualname__ = f"{name}_"

@@ -104,8 +104,10 @@ def matmul(input: Any, other: Any) -> Tensor:
             f"(shapes {list(sa)} and {list(sb)})")
     check_same_dtype(a._data.dtype, b._data.dtype)
     if a._data.dtype.kind == "b":  # PyTorch has no bool BLAS kernel
-        kernel = "dot" if len(sa) == 1 and len(sb) == 1 else "addmm_impl_cpu_"
-        raise pointwise.not_implemented_for(kernel, a._data.dtype)
+        if len(sa) == 1 and len(sb) == 1:
+            raise pointwise.not_implemented_for("dot", a._data.dtype)
+        if k_a and 0 not in sa[:-1] and 0 not in sb[:-2] + sb[-1:]:  # it runs only if
+            raise pointwise.not_implemented_for("addmm_impl_cpu_", a._data.dtype)  # non-empty
     try:
         return apply_op(MATMUL, (a, b), (a._data, b._data))
     except ValueError:

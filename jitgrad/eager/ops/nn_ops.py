@@ -34,6 +34,8 @@ def _shifted(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
 
 
 def _softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    if not x.size:  # nothing to compute: an empty result of x's dtype, ints included (torch)
+        return x.copy()
     e = np.exp(_shifted(x, dims))
     return e / np.add.reduce(e, axis=dims, keepdims=True)
 
@@ -43,6 +45,8 @@ def _softmax_backward(xp: Any, ctx: Any, g: Any, out: Any) -> tuple:
 
 
 def _log_softmax_forward(x: np.ndarray, dims: tuple[int] | None) -> np.ndarray:
+    if not x.size:  # as in _softmax_forward
+        return x.copy()
     shifted = _shifted(x, dims)
     return shifted - np.log(np.add.reduce(np.exp(shifted), axis=dims, keepdims=True))
 
@@ -61,7 +65,7 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> tuple[np.n
     data = input._data
     if dtype is not None:
         data = data.astype(dtypes.to_dtype(dtype).np)
-    if data.dtype.kind != "f":
+    if data.dtype.kind != "f" and data.size:  # the kernel runs only on elements
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
                                   f"'{TORCH_TYPE_NAMES.get(data.dtype.name, data.dtype.name)}'; "
                                   f"convert first, e.g. t.float().{name}(dim)")
@@ -109,30 +113,36 @@ def _layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarr
 
 
 def _layer_norm_backward(xp: Any, ctx: Any, g: Any, x: Any, weight: Any) -> tuple:
-    """Standard LayerNorm backward, recomputing mean and rstd from the saved input.
+    """LayerNorm backward in PyTorch's CPU form, recomputing mean and rstd from the saved
+    input, so inf and NaN spread as in torch (a row with an inf gradient is all NaN).
 
-    xhat = (x - mean) * rstd; gw = g * weight; over the n normalized elements:
-    grad_x = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), grad_weight = g * xhat,
-    grad_bias = g (weight/bias gradients summed over the batch by the engine).
+    Over the n normalized elements, with gw = g * weight, ds = sum(gw * x), db = sum(gw):
+    b = (db * mean - ds) * rstd^3 / n, c = -b * mean - db * rstd / n,
+    grad_x = rstd * gw + b * x + c (aten/src/ATen/native/cpu/layer_norm_kernel.cpp);
+    grad_weight = g * xhat, grad_bias = g (summed over the batch by the engine).
     """
     shape = ctx.input_metadata[0][0]
     k = ctx.params["normalized_ndim"]
     axes = tuple(range(len(shape) - k, len(shape)))
     n = math.prod(shape[len(shape) - k:])
-    centered = x - xp.sum(x, axes, True) / n
+    mean = xp.sum(x, axes, True) / n
+    centered = x - mean
     rstd = 1 / xp.sqrt(xp.sum(centered * centered, axes, True) / n + ctx.params["eps"])
-    xhat = centered * rstd
     need_x, need_w, need_b = ctx.needs_input_grad
     grad_x = None
     if need_x:
         gw = g if weight is None else g * weight
-        mean_gw = xp.sum(gw, axes, True) / n
-        grad_x = rstd * (gw - mean_gw - xhat * (xp.sum(gw * xhat, axes, True) / n))
-    return grad_x, (g * xhat if need_w else None), (g if need_b else None)
+        ds = xp.sum(gw * x, axes, True)
+        db = xp.sum(gw, axes, True)
+        b = (db * mean - ds) * rstd * rstd * rstd / n
+        c = -b * mean - db * rstd / n
+        grad_x = rstd * gw + b * x + c
+    return grad_x, (g * (centered * rstd) if need_w else None), (g if need_b else None)
 
 
 LAYER_NORM = register("layer_norm", _layer_norm_forward, _layer_norm_backward,
-                      saves=("x", "weight"), source="Ba et al. 2016, LayerNorm; standard backward")
+                      saves=("x", "weight"),
+                      source="Ba et al. 2016, LayerNorm; PyTorch's CPU backward")
 
 
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,

@@ -113,7 +113,12 @@ def _scaled(input: Any, other: Any, alpha: Any) -> Any:
             return other if alpha else mul(other, False)
     if alpha == 1:
         return other
-    return other * alpha if isinstance(other, (int, float)) else mul(other, alpha)
+    if isinstance(other, (int, float)):
+        return other * alpha
+    common = result_dtype(as_tensor_operand(input), other)
+    if other.dtype != common:  # alpha * other is computed in the result dtype (PyTorch):
+        other = other.to(common)  # float64 + 2 * float32(3e38) is 6e38, not inf
+    return mul(other, alpha)
 
 
 def _is_bool(x: Any) -> bool:
@@ -273,10 +278,13 @@ def _pow_scalar_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     exponent = ctx.params["exponent"]
     if exponent == 0:
         return (xp.zeros_like(g),)  # exactly 0, even where x**-1 would be inf
-    return (g * (exponent * x ** (exponent - 1)),)
+    power = 1 / xp.sqrt(x) if exponent == 0.5 else x ** (exponent - 1)  # x ** -0.5: rsqrt
+    return (g * (exponent * power),)
 
 
 def _pow_scalar_forward(x: Any, exponent: Any) -> Any:
+    if exponent == -0.5 and x.dtype.kind == "f":
+        return 1 / np.sqrt(x)  # PyTorch's pow kernel takes rsqrt: -inf at -0.0, as 1/sqrt
     # in the promoted dtype x already has: numpy's bool ** True would give int8
     out = x ** exponent
     return out if out.dtype == x.dtype else out.astype(x.dtype)
@@ -577,10 +585,25 @@ tanh = _math("tanh", np.tanh, _tanh_backward, OUT, "tanh' = 1 - tanh^2",
              "Hyperbolic tangent; saves its output (saturated inputs get gradient exactly 0).")
 erf = _math("erf", _same_dtype(special.erf), _erf_backward, X, "erf'(x) = 2/sqrt(pi) exp(-x^2)",
             "The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt.")
+def first_on_ties(out: Any, a: Any, b: Any) -> Any:
+    """`out` (np.maximum or np.minimum of a and b) holding a wherever a == b, as PyTorch's
+    maximum/minimum/clamp/relu: of -0.0 and 0.0 the first operand (numpy's choice among
+    equal operands depends on its SIMD loop). Only float zeros can differ among ties."""
+    if np.asarray(out).dtype.kind != "f":
+        return out
+    tie = np.equal(a, b)
+    if not tie.any():
+        return out
+    if isinstance(out, np.ndarray) and out.ndim:
+        np.copyto(out, a, where=tie, casting="unsafe")  # keeps out's layout
+        return out
+    return np.where(tie, a, out).astype(np.asarray(out).dtype)[()]
+
+
 relu = pointwise_op(
-    "relu", lambda x: np.maximum(x, x.dtype.type(0)), _relu_backward, saves=OUT,
-    source="relu'(x) = [x > 0]", check=_refuse_bool_relu, inplace=True,
-    scalar=lambda s, x: s.maximum(x, 0), scalar_kinds=ANY_KIND,  # NaN stays NaN, relu(-0.0) = 0.0
+    "relu", lambda x: first_on_ties(np.maximum(x, x.dtype.type(0)), x, 0), _relu_backward,
+    saves=OUT, source="relu'(x) = [x > 0]", check=_refuse_bool_relu, inplace=True,
+    scalar=lambda s, x: s.maximum(x, 0), scalar_kinds=ANY_KIND,  # NaN stays NaN, relu(-0.0) = -0.0
     doc="max(x, 0) elementwise (integer tensors allowed); relu'(0) = 0.\n\n"
         "Activations are in activation.py; relu lives here because nn.functional and the "
         "in-place variants import it from this module.\nRaises RuntimeError for bool tensors "

@@ -23,7 +23,7 @@ from jitgrad.eager import dtypes
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops._binary import binary, unary
-from jitgrad.eager.ops.creation import check_device, finish, size_of
+from jitgrad.eager.ops.creation import check_device, finish, like_layout, size_of
 from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
 from jitgrad.eager.tensor import CPU, Tensor
 
@@ -248,7 +248,8 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any =
     check_device(device)
     np_dtype = _like_dtype(input, dtype)
     _require_float(np_dtype, "rand_like")
-    return finish(_uniform(generator_of(generator), input._data.shape, np_dtype), requires_grad)
+    return finish(like_layout(_uniform(generator_of(generator), input._data.shape, np_dtype),
+                              input), requires_grad)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
@@ -257,7 +258,8 @@ def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any 
     check_device(device)
     np_dtype = _like_dtype(input, dtype)
     _require_float(np_dtype, "randn_like")
-    return finish(_normal(generator_of(generator), input._data.shape, np_dtype), requires_grad)
+    return finish(like_layout(_normal(generator_of(generator), input._data.shape, np_dtype),
+                              input), requires_grad)
 
 
 def randint_like(input: Tensor, *args: int, generator: Generator | None = None,

@@ -168,26 +168,51 @@ def _prod_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
     return np.asarray(out.astype(out_dtype or x.dtype, copy=False))
 
 
-def _prod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    """d prod / d x_i = product of the other entries, without dividing by x_i.
+def _prod_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """PyTorch's prod_backward: g * out / x when no element of x is zero; otherwise g times
+    the product of the other entries of the slice (`_products_of_others`, no division),
+    except a full product with two or more zeros, whose gradient is all 0.
 
-    No zero in the slice: prod/x_i. One zero: that slot gets the product of the others,
-    the rest 0. Two or more zeros: all 0 (PyTorch's measured values [0,6,0], [0,0,0]).
+    The choice is made on the whole tensor, as PyTorch's, so at inf or NaN the values
+    (inf / inf = NaN, 0 * inf = NaN) are PyTorch's; it is a select, not a branch.
     """
-    shape, np_dtype = ctx.input_metadata[0]
+    shape = ctx.input_metadata[0][0]
+    if not shape:
+        return (g,)
     dims, keepdim = ctx.params["dims"], ctx.params["keepdim"]
     g = restore_reduced(xp, g, shape, dims, keepdim)
+    out = restore_reduced(xp, out, shape, dims, keepdim)
     is_zero = x == 0
-    zeros = xp.sum(xp.cast(is_zero, np_dtype), dims, True)
-    nonzero = xp.where(is_zero, 1, x)
-    others = xp.prod(nonzero, dims, True)  # product of the nonzero entries
-    one_zero = xp.where(is_zero, others, 0)
-    return (g * xp.where(zeros == 0, others / nonzero, xp.where(zeros == 1, one_zero, 0)),)
+    zeros = xp.sum(xp.cast(is_zero, np.int64), None)
+    divided = g * (out / xp.where(is_zero, 1, x))  # selected only when there is no zero
+    others = g * _products_of_others(xp, x, shape, dims)
+    if dims is None:
+        others = xp.where(zeros > 1, xp.zeros_like(others), others)
+    return (xp.where(zeros == 0, divided, others),)
+
+
+def _products_of_others(xp: Any, x: Any, shape: tuple[int, ...],
+                        dims: tuple[int, ...] | None) -> Any:
+    """For each element, the product of the other elements of its slice over `dims`, as
+    PyTorch's prod_safe_zeros_backward: the exclusive cumulative product from the front
+    times the one from the back (`[a, b, c]` -> `[b c, a c, a b]`)."""
+    dims = tuple(range(len(shape))) if dims is None else dims
+    order = tuple(d for d in range(len(shape)) if d not in dims) + dims
+    kept = tuple(shape[d] for d in order[:len(order) - len(dims)])
+    flat = xp.reshape(xp.permute(x, order), kept + (reduced_count(shape, dims),))
+    last = len(kept)
+    ones = xp.ones_like(xp.getitem(flat, (Ellipsis, slice(0, 1))))
+    before = xp.cumprod(xp.cat([ones, xp.getitem(flat, (Ellipsis, slice(None, -1)))], last),
+                        last)
+    rest = xp.flip(xp.getitem(flat, (Ellipsis, slice(1, None))), (last,))
+    after = xp.flip(xp.cumprod(xp.cat([ones, rest], last), last), (last,))
+    products = xp.reshape(before * after, tuple(shape[d] for d in order))
+    return xp.permute(products, tuple(order.index(d) for d in range(len(shape))))
 
 
 SUM = register("sum", _sum_forward, _sum_backward, source="d(sum x)/dx_i = 1")
 MEAN = register("mean", _mean_forward, _mean_backward, source="d(mean x)/dx_i = 1/N")
-PROD = register("prod", _prod_forward, _prod_backward, saves=("x",),
+PROD = register("prod", _prod_forward, _prod_backward, saves=("x", "out"),
                 source="product rule, zero-aware (PyTorch prod_backward)")
 
 

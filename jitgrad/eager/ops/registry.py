@@ -132,21 +132,23 @@ class OpDef:
         if self.meta is not None:
             return self.meta(*inputs, **params)
         if any(isinstance(x, TensorMeta) and not x.is_contiguous() for x in inputs):
-            outs = self._forward_on_layouts(inputs, params)
+            outs = self._forward_on_layouts(inputs, params)  # Note [Result layouts] too
         else:
             arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
                            if isinstance(x, TensorMeta) else x for x in inputs)
             outs = self._outputs(self.forward(*arrays, **params))
             if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a)
-                   for o in outs for a in arrays):  # a view: its strides are the input's
+                   for o in outs for a in arrays) or not _all_c_contiguous(outs, ()):
+                # a view (its strides are the input's) or a result to lay out
                 outs = self._forward_on_layouts(inputs, params)
         metas = tuple(TensorMeta.of(o) for o in outs)
         return metas[0] if self.num_outputs == 1 else metas
 
     def _forward_on_layouts(self, inputs: tuple, params: dict[str, Any]) -> tuple:
+        arrays = tuple(x.zeros() if isinstance(x, TensorMeta) else x for x in inputs)
         with np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
-            return self._outputs(self.forward(*(x.zeros() if isinstance(x, TensorMeta) else x
-                                                for x in inputs), **params))
+            outs = self._outputs(self.forward(*arrays, **params))
+        return tuple(result_layout(self, arrays, params, o) for o in outs)
 
     def _outputs(self, out: Any) -> tuple:
         return (out,) if self.num_outputs == 1 else tuple(out)
@@ -215,6 +217,25 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
     return op
 
 
+# Note [Selecting backwards]: PyTorch computes the gradient of these ops with a
+# differentiable op of (grad, saved input) whose derivative in the saved input is zero
+# (threshold_backward, hardtanh_backward, leaky_relu_backward). Under
+# create_graph their gradient is thus connected to the saved value even when nothing else
+# is: a second derivative is zeros, not "does not require grad". Ours select with a mask,
+# which connects nothing, so `_linked` adds that zero-derivative edge (eager only).
+SELECTING_BACKWARDS = frozenset({"relu", "threshold", "hardtanh", "leaky_relu"})
+
+
+def _linked(xp: Any, grad: Any, saved: Any) -> Any:
+    """`grad`, graph-connected to `saved` with a zero derivative (Note [Selecting
+    backwards]): where(False, saved, grad) has grad's values and sends saved nothing."""
+    if not isinstance(grad, Tensor) or grad._requires_grad or not getattr(
+            saved, "_requires_grad", False):
+        return grad
+    never = Tensor._make(np.zeros(saved._data.shape, dtype=np.bool_))
+    return xp.where(never, saved, grad)
+
+
 class OpNode(Node):
     """Backward node of a registered op (subclassed per op as `<Name>Backward`)."""
 
@@ -230,7 +251,10 @@ class OpNode(Node):
         xp = xp_namespaces.TENSOR if create_graph else xp_namespaces.NUMPY
         saved = self.unpack_saved(create_graph) if op.saves else ()
         g = grad_outputs[0] if op.num_outputs == 1 else grad_outputs
-        return op.backward(xp, self, g, *saved)
+        grads = op.backward(xp, self, g, *saved)
+        if create_graph and op.name in SELECTING_BACKWARDS:
+            grads = tuple(_linked(xp, grad, saved[0]) for grad in grads)
+        return grads
 
     def unpack_saved(self, as_tensors: bool) -> tuple[Any, ...]:
         saved = self.saved
@@ -275,10 +299,13 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
     if STATE.recorder is not None:
         return STATE.recorder(op, inputs, arrays, params)
     out = op.forward(*arrays, **params) if params else op.forward(*arrays)
+    if not _all_c_contiguous(out, arrays):
+        out = result_layout(op, arrays, params, out)
     record = False
     if STATE.enabled and op.differentiable:
         for x in inputs:
-            if isinstance(x, Tensor) and x._requires_grad:
+            if isinstance(x, Tensor) and (x._requires_grad or x._view is not None
+                                          and x.requires_grad):  # a view's, refreshed
                 record = True
                 break
     if not record:
@@ -322,6 +349,53 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
 
 
 _ONLY_OUTPUT = (-1,)
+
+# Note [Result layouts]: the strides of an op's result are PyTorch's, not numpy's
+# (`result_layout`), since programs branch on `is_contiguous()`. Measured on torch 2.13:
+# - a view keeps its own strides;
+# - an elementwise result (the broadcast shape of its tensor operands: pointwise ops,
+#   where, clamp, lerp, sort, flip, clone, casts) is laid out by TensorIterator's rule
+#   (layout.iterator_strides): `x.t() * y` is strided like `x.t()`;
+# - the ops below, a clone asking for C order (`contiguous()`), and every result of
+#   another shape (reductions, matmul, gather, advanced indexing) are C-contiguous.
+# When every operand and the result are C-contiguous (nearly always) nothing is checked.
+CONTIGUOUS_RESULTS = frozenset({"softmax", "log_softmax", "cumsum", "cumprod", "layer_norm",
+                                "masked_fill", "roll", "cat", "stack", "repeat", "tril", "triu",
+                                "gather"})
+
+
+def _all_c_contiguous(out: Any, arrays: tuple) -> bool:
+    """Whether `out` and the arrays are C-contiguous (0-d and 1-d results always count)."""
+    if type(out) is not np.ndarray:
+        return type(out) is not tuple or all(_all_c_contiguous(o, arrays) for o in out)
+    if out.ndim < 2:
+        return True  # a fresh 0-d/1-d result has one layout
+    if not out.flags.c_contiguous:
+        return False
+    for a in arrays:
+        if type(a) is np.ndarray and a.ndim > 1 and not a.flags.c_contiguous:
+            return False
+    return True
+
+
+def result_layout(op: OpDef, arrays: tuple, params: dict[str, Any], out: Any) -> Any:
+    """`out` (one forward result, or a tuple) with PyTorch's layout for `op` on `arrays`:
+    see Note [Result layouts]. Returns `out` itself when its layout already is."""
+    if type(out) is tuple:
+        return tuple(result_layout(op, arrays, params, o) for o in out)
+    if not isinstance(out, np.ndarray) or out.ndim < 2:
+        return out
+    operands = [a for a in arrays if isinstance(a, np.ndarray)]
+    if any(np.may_share_memory(out, a) for a in operands):
+        return out  # a view
+    if op.name not in CONTIGUOUS_RESULTS and params.get("order") != "C":
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in operands))
+        except ValueError:
+            shape = None
+        if shape == out.shape:
+            return layout.with_strides(out, layout.iterator_strides(shape, operands))
+    return layout.with_strides(out, layout.contiguous_strides(out.shape))
 
 
 def _save(op: OpDef, edges: tuple, inputs: tuple, out: Any, result: Tensor) -> SavedValues:

@@ -169,9 +169,14 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 def scan_accumulating(scan: Any, x: np.ndarray, dim: int, out_dtype: Any = None) -> np.ndarray:
-    """`scan` (np.cumsum or np.cumprod) along `dim`, float16/float32 accumulated in float64
-    and rounded once at the end, as PyTorch's CPU kernels accumulate (acc_type): a float32
-    cumsum of 2^25 ones ends at 2^25, not at 2^24 where float32 steps stop adding 1."""
+    """`scan` (np.add.accumulate or np.multiply.accumulate) along `dim`, float16/float32
+    accumulated in float64 and rounded once at the end, as PyTorch's CPU kernels accumulate
+    (acc_type): a float32 cumsum of 2^25 ones ends at 2^25, not at 2^24 where float32 steps
+    stop adding 1. Narrow ints and bool widen to 64 bits as in np.cumsum. The ufunc method,
+    not np.cumsum, so numpy's inf * 0 warnings come from this module (silenced in
+    jitgrad/eager/__init__.py)."""
+    if out_dtype is None and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
+        out_dtype = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
     result_dtype = np.dtype(out_dtype or x.dtype)
     if result_dtype.kind == "f" and result_dtype.itemsize < 8:
         return scan(x, axis=dim, dtype=np.float64).astype(result_dtype)
@@ -181,50 +186,61 @@ def scan_accumulating(scan: Any, x: np.ndarray, dim: int, out_dtype: Any = None)
 def _cumsum_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
     if x.ndim == 0:
         return x.astype(out_dtype or x.dtype, copy=True)
-    return scan_accumulating(np.cumsum, x, dim, out_dtype)
+    return scan_accumulating(np.add.accumulate, x, dim, out_dtype)
 
 
 def _cumsum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
-    if not ctx.input_metadata[0][0]:
-        return (g,)
+    shape = ctx.input_metadata[0][0]
     dim = ctx.params["dim"]
-    # reverse cumulative sum: grad_i = sum_{j >= i} g_j = total - cumsum(g)_i + g_i
-    return (xp.sum(g, (dim,), keepdim=True) - xp.cumsum(g, dim) + g,)
+    if not shape or shape[dim] == 1:
+        return (g,)
+    return (_reversed_cumsum(xp, g, dim),)
+
+
+def _reversed_cumsum(xp: Any, g: Any, dim: int) -> Any:
+    """grad_i = sum_{j >= i} g_j, summed from the end as PyTorch's reversed_cumsum (never
+    total - cumsum, which is inf - inf = NaN once a partial sum overflows)."""
+    return xp.flip(xp.cumsum(xp.flip(g, (dim,)), dim), (dim,))
 
 
 def _cumprod_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
     if x.ndim == 0:
         return x.astype(out_dtype or x.dtype, copy=True)
-    return scan_accumulating(np.cumprod, x, dim, out_dtype)
+    return scan_accumulating(np.multiply.accumulate, x, dim, out_dtype)
 
 
-def _cumprod_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    """grad_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k, zero-aware.
-
-    Builds, for every i, the cumulative product of x with x_i replaced by 1 (an extra
-    axis of length n after `dim`), so zeros in x need no division: O(n^2) memory along
-    `dim`, fine for the sequence lengths cumprod is used with.
+def _cumprod_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
+    """PyTorch's cumprod_backward (its O(n) form), zero-aware, in three regions of each
+    slice along `dim`, split by its first zero z1 and second zero z2:
+    - k < z1: sum_{i >= k, i < z1} out_i g_i / x_k (reverse cumulative sum, then divide);
+    - k = z1: out_{z1 - 1} * sum_{z1 <= i < z2} g_i prod_{z1 < j <= i} x_j;
+    - k > z1: 0.
+    A slice without zeros is all first region, PyTorch's reversed_cumsum(out g) / x, so the
+    values at inf and NaN are PyTorch's.
     """
     shape = ctx.input_metadata[0][0]
-    if not shape:
-        return (g,)
     dim = ctx.params["dim"]
-    n = shape[dim]
-    eye_shape = (n, n) + (1,) * (len(shape) - dim - 1)
-    # position k == i along (i: new axis `dim`, k: axis `dim + 1`)
-    diagonal = xp.eye_mask(n, eye_shape)
-    x_k = xp.reshape(x, shape[:dim] + (1,) + shape[dim:])
-    without_i = xp.where(diagonal, 1, x_k)
-    partial = xp.cumprod(without_i, dim + 1)          # [..., i, j, ...]
-    g_j = xp.reshape(g, shape[:dim] + (1,) + shape[dim:])
-    upper = xp.triu_mask(n, eye_shape)                 # j >= i
-    return (xp.sum(xp.where(upper, partial * g_j, 0), (dim + 1,)),)
+    if not shape or shape[dim] == 1:
+        return (g,)
+    is_zero = x == 0
+    zeros_before = xp.cumsum(xp.cast(is_zero, np.int64), dim)  # zeros at or before k
+    before = zeros_before == 0
+    w = xp.where(before, out * g, 0)
+    first = _reversed_cumsum(xp, w, dim) / xp.where(is_zero, 1, x)
+    between = (zeros_before == 1) & ~is_zero  # strictly between z1 and z2
+    partial = xp.cumprod(xp.where(between, x, 1), dim)
+    # g is masked before the product, as PyTorch's: 0 * inf past z2 is NaN there too
+    tail = xp.sum(xp.where(zeros_before == 1, g, 0) * partial, (dim,), keepdim=True)
+    ones = xp.ones_like(xp.getitem(out, (slice(None),) * dim + (slice(0, 1),)))
+    head = xp.cat([ones, xp.getitem(out, (slice(None),) * dim + (slice(None, -1),))], dim)
+    at_first_zero = is_zero & (zeros_before == 1)
+    return (xp.where(before, first, xp.where(at_first_zero, head * tail, 0)),)
 
 
 CUMSUM = register("cumsum", _cumsum_forward, _cumsum_backward,
                   source="reverse cumulative sum of g")
-CUMPROD = register("cumprod", _cumprod_forward, _cumprod_backward, saves=("x",),
-                   source="product rule, zero-aware (products that skip x_i)")
+CUMPROD = register("cumprod", _cumprod_forward, _cumprod_backward, saves=("x", "out"),
+                   source="product rule, zero-aware (PyTorch cumprod_backward)")
 
 
 def _scan(op: Any, input: Tensor, dim: int, dtype: Any) -> Tensor:
