@@ -328,7 +328,8 @@ def embedding_backward_forward(g: np.ndarray, indices: np.ndarray, num_weights: 
     """(num_weights, dim) zeros with each row of g (indices.shape + (dim,)) added into the
     row its id names; repeated ids accumulate (numpy's `add.at`)."""
     out = np.zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
-    np.add.at(out, indices.reshape(-1), g.reshape((-1,) + out.shape[1:]))
+    # the row count is spelled out: -1 is ambiguous when a row is empty (dim 0)
+    np.add.at(out, indices.reshape(-1), g.reshape((indices.size,) + out.shape[1:]))
     return out
 
 
