@@ -130,23 +130,33 @@ class Scalar:
         a, b = (self.wrap(other), self) if reflected else (self, self.wrap(other))
         return Scalar(f"({a.text} {symbol} {b.text})", self.emitter)
 
+    def _wrapping(self, symbol: str, other: Any, reflected: bool = False) -> Scalar:
+        """+, - or * as numpy computes it: signed integers wrap on overflow. numba's
+        signed integer arithmetic is `nsw` (overflow is undefined: LLVM folded `x + -2**63`
+        into `x | -2**63`), so it is computed on the same bits as uint64, which wraps."""
+        if self.emitter.dtype.kind != "i":
+            return self._operator(symbol, other, reflected)
+        a, b = (self.wrap(other), self) if reflected else (self, self.wrap(other))
+        return Scalar(f"np.int64(np.uint64({a.text}) {symbol} np.uint64({b.text}))",
+                      self.emitter)
+
     def __add__(self, other: Any) -> Scalar:
-        return self._operator("+", other)
+        return self._wrapping("+", other)
 
     def __radd__(self, other: Any) -> Scalar:
-        return self._operator("+", other, True)
+        return self._wrapping("+", other, True)
 
     def __sub__(self, other: Any) -> Scalar:
-        return self._operator("-", other)
+        return self._wrapping("-", other)
 
     def __rsub__(self, other: Any) -> Scalar:
-        return self._operator("-", other, True)
+        return self._wrapping("-", other, True)
 
     def __mul__(self, other: Any) -> Scalar:
-        return self._operator("*", other)
+        return self._wrapping("*", other)
 
     def __rmul__(self, other: Any) -> Scalar:
-        return self._operator("*", other, True)
+        return self._wrapping("*", other, True)
 
     def __truediv__(self, other: Any) -> Scalar:
         return _divide(self, self.wrap(other))
@@ -155,6 +165,8 @@ class Scalar:
         return _divide(self.wrap(other), self)
 
     def __neg__(self) -> Scalar:
+        if self.emitter.dtype.kind == "i":  # -(-2**63) wraps, as numpy's (see `_wrapping`)
+            return Scalar(f"np.int64(-np.uint64({self.text}))", self.emitter)
         return Scalar(f"(-{self.text})", self.emitter)
 
     def __gt__(self, other: Any) -> Scalar:  # type: ignore[override]

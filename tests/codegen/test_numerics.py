@@ -154,3 +154,18 @@ def test_math_library_at_overflow_and_underflow_edges_equals_eager(dtype):
         np.testing.assert_allclose(g.numpy(), want, rtol=4 * np.finfo(dtype).eps, atol=0,
                                    err_msg=f.__name__)
         assert np.array_equal(g.numpy() == 0, want == 0), f.__name__  # zeros where eager's
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8])
+def test_signed_integer_arithmetic_wraps_as_eager(dtype):
+    # numba's signed add is `nsw`: without the uint64 form, LLVM turned x + -2**63 into
+    # x | -2**63 (-100 stayed -100; eager wraps to 2**63 - 100)
+    info = np.iinfo(dtype)
+    x = jg.tensor(np.array([-100, 5, info.max, info.min, info.max // 3], dtype))
+
+    def program(x):
+        return (x + info.min, x - info.max, x * 3, -x, x * x + x, 7 - x * 2)
+
+    got = compiled(program)(x)
+    for k, (g, w) in enumerate(zip(got, program(x), strict=True)):
+        assert g.dtype == w.dtype and g.tolist() == w.tolist(), k
