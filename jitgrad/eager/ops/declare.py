@@ -37,7 +37,18 @@ and everything else is generated from it:
   NaN, subnormals, huge) in every kernel dtype (its coverage test fails for a form without
   a case).
 - the op's backward in compiled code: the compiler traces the same backward formula
-  against graph values, so its nodes fuse like any others.
+  against graph values, so its nodes fuse like any others;
+- with `nn=NNForm("Mish", inplace=True)`, its nn exposure: the `nn.functional` function
+  with PyTorch's `inplace=False` flag (the op itself when it has none), `F.<name>_` with
+  `inplace_function`, and the `nn.Module` class `nn.Mish` whose constructor takes the op's
+  parameters and `inplace`, whose `forward` calls the functional form and whose
+  `extra_repr` prints as PyTorch's (`extra_repr`: "named" `alpha=1.0, inplace=True`,
+  "value" the bare parameter as Hardshrink's `0.5`, "none" nothing, as Hardswish's).
+  Eager only records the form (it never imports nn); jitgrad/nn/functional_activation.py
+  and jitgrad/nn/modules/activation.py make the functions and classes, for the forms
+  declared before they load and, through `watch_nn_forms`, for those declared later.
+  `nn_form(function, form)` exposes a composite (leaky_relu, gelu, selu, ... in
+  activation.py) the same way.
 
 A function declared outside jitgrad is traced as an op too (`is_declared`), so a user's
 own op is one declaration as well (tests/codegen/test_declared_ops.py). Declare at import
@@ -56,6 +67,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from jitgrad.eager.ops._binary import not_implemented_for, unary
@@ -69,13 +81,33 @@ METHODS: dict[str, Callable[..., Any]] = {}  # Tensor methods of declared ops, i
 _EXPORTED: dict[str, list[str]] = {}  # module name -> its declared public names
 
 
+@dataclass(frozen=True)
+class NNForm:
+    """How jitgrad.nn exposes an activation (Note [Declaring an op once]): the Module class
+    named `module` (None: nn.functional only); `inplace`: PyTorch's `inplace=False` flag on
+    both; `inplace_function`: nn.functional also has `<name>_`; `reads_copy`: a composite
+    written in place reads a copy of the old value (its inner ops save what they read);
+    `extra_repr`: "named", "value" or "none"."""
+
+    module: str | None
+    inplace: bool = False
+    inplace_function: bool = False
+    reads_copy: bool = False
+    extra_repr: str = "named"
+
+
+NN_FORMS: dict[str, tuple[Callable[..., Tensor], NNForm]] = {}  # function name -> its nn form
+_NN_WATCHERS: list[Callable[[Callable[..., Tensor], NNForm], None]] = []
+
+
 def pointwise_op(name: str, forward: Callable, backward: Callable | None = None, *,
                  saves: tuple[str, ...] = (), source: str = "", scalar: Callable | None = None,
                  scalar_kinds: str = "f", params: dict[str, Any] | None = None,
                  to_float: bool = False, require_float: str | None = None,
                  refuse_bool: str | None = None, check: Callable | None = None, doc: str,
                  method: bool = True, inplace: bool = False, aliases: tuple[str, ...] = (),
-                 export: bool = True, node_name: str | None = None) -> Callable[..., Tensor]:
+                 export: bool = True, node_name: str | None = None,
+                 nn: NNForm | None = None) -> Callable[..., Tensor]:
     """Declare the unary pointwise op `name` (Note [Declaring an op once]); returns its
     public function, whose `.op` is the OpDef."""
     op = register(name, forward, backward, inputs=("x",), saves=saves, source=source,
@@ -95,7 +127,26 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
             _add_method(method_name, function)
         if inplace:
             _add_method(f"{method_name}_", inplace_method(function))
+    if nn is not None:
+        nn_form(function, nn)
     return function
+
+
+def nn_form(function: Callable[..., Tensor], form: NNForm) -> None:
+    """Expose `function` (a declared op or a composite of ops) in jitgrad.nn as `form`
+    says; the nn layer's watchers make its functions and class."""
+    assert function.__name__ not in NN_FORMS, f"{function.__name__} is exposed twice"
+    assert form.extra_repr in ("named", "value", "none"), form.extra_repr
+    NN_FORMS[function.__name__] = (function, form)
+    for watcher in _NN_WATCHERS:
+        watcher(function, form)
+
+
+def watch_nn_forms(watcher: Callable[[Callable[..., Tensor], NNForm], None]) -> None:
+    """Call `watcher(function, form)` for every nn form declared so far and from now on."""
+    _NN_WATCHERS.append(watcher)
+    for function, form in list(NN_FORMS.values()):
+        watcher(function, form)
 
 
 def is_declared(fn: Any) -> bool:
