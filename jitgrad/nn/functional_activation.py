@@ -6,7 +6,7 @@ has it: the op itself when PyTorch's form takes no `inplace` flag (gelu, softplu
 hardshrink), else a function with PyTorch's signature `elu(input, alpha=1.0,
 inplace=False)` that writes into `input` when asked (with its history rebased, see
 inplace.py), and `elu_(input, alpha=1.0)` where PyTorch has one. They are Python
-functions with real signatures (`define`), so arguments bind and fail as PyTorch's do.
+functions with real signatures (`declare.define`), so arguments bind and fail as PyTorch's do.
 A form declared after this module loads (a user's op) is added here and to
 jitgrad.nn.functional at once (`declare.watch_nn_forms`).
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad.eager.ops import activation, nn_ops, slicing
-from jitgrad.eager.ops.declare import REQUIRED, NNForm, watch_nn_forms
+from jitgrad.eager.ops.declare import REQUIRED, NNForm, define, watch_nn_forms
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.shape import clone
 from jitgrad.eager.tensor import Tensor, normalize_dim
@@ -54,25 +54,6 @@ __all__ = ["softmin", "glu"]
 def parameters(function: Callable[..., Any]) -> list[inspect.Parameter]:
     """The parameters of an activation after its input, in order, with their defaults."""
     return list(inspect.signature(function).parameters.values())[1:]
-
-
-def define(name: str, arguments: list[tuple[str, Any]], body: str, namespace: dict[str, Any],
-           doc: str) -> Callable[..., Any]:
-    """The Python function `def name(arguments): body` (each argument a (name, default)
-    pair, REQUIRED for none) whose globals are `namespace`, which names its module."""
-    names = []
-    for argument, default in arguments:
-        if default is REQUIRED:
-            names.append(argument)
-        else:
-            namespace[f"_default_{argument}"] = default
-            names.append(f"{argument}=_default_{argument}")
-    source = f"def {name}({', '.join(names)}):\n" + "".join(
-        f"    {line}\n" for line in body.splitlines())
-    exec(compile(source, f"<{namespace['__name__']}.{name}>", "exec"), namespace)  # noqa: S102
-    function = namespace[name]
-    function.__doc__ = doc
-    return function
 
 
 def publish(name: str, value: Any, modules: tuple[str, ...]) -> None:

@@ -1,7 +1,11 @@
-"""Activation functions as pure functional ops (nn.functional re-exports them).
+"""Activation functions as pure functional ops, each with its nn form.
 
-`relu` is defined in pointwise.py (nn.functional imports it from there) and re-exported
-here so that every activation can be imported from this module.
+`relu` is defined in pointwise.py and re-exported here so that every activation can be
+imported from this module. Each activation PyTorch has in nn states its `NNForm` here (the
+declared ops with `nn=`, the composites in the `nn_form` table at the end), from which
+jitgrad.nn makes nn.functional's forms (`inplace` flag, `elu_`) and the Module classes
+(Note [Declaring an op once] in declare.py). selu, celu, softsign, tanhshrink, hardshrink
+and softshrink are public in jitgrad.nn only (as before), so they are not in `__all__`.
 
 Forward formulas are PyTorch's CPU kernels (so values agree to the last bits where
 numpy allows) and are written not to overflow; backward formulas and their edge

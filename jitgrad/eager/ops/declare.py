@@ -59,7 +59,8 @@ tests/eager/test_declare.py checks. Ops whose entry point is not a plain unary f
 (add's alpha, div's rounding_mode, pow's exponent, binary ops' operand checks) declare
 their OpDef with `register(..., scalar=...)` and keep a hand-written entry point.
 Composites (softplus, gelu, leaky_relu, ... in activation.py) are not declared here:
-they are Python functions of declared ops, so their gradients and fusion come from those.
+they are Python functions of declared ops, so their gradients and fusion come from those;
+`nn_form` gives them their nn exposure.
 """
 
 from __future__ import annotations
@@ -70,10 +71,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jitgrad.eager.ops._binary import not_implemented_for, unary
+from jitgrad.eager.ops._binary import (
+    binary,
+    not_implemented_for,
+    require_tensor,
+    result_dtype,
+    unary,
+)
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.registry import OpDef, register
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
 REQUIRED = inspect.Parameter.empty  # a parameter without a default (`params={"value": REQUIRED}`)
 DECLARED: dict[str, Callable[..., Tensor]] = {}  # op name -> its public function
@@ -129,6 +136,84 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
             _add_method(f"{method_name}_", inplace_method(function))
     if nn is not None:
         nn_form(function, nn)
+    return function
+
+
+def binary_op(name: str, forward: Callable, backward: Callable | None = None, *,
+              inputs: tuple[str, str] = ("a", "b"), saves: tuple[str, ...] = (),
+              source: str = "", scalar: Callable | None = None, scalar_kinds: str = "f",
+              operands: tuple[str, str] = ("input", "other"), numbers: str = "none",
+              to_float: bool = False, require_float: str | None = None,
+              check: Callable[[Any, Any], None] | None = None, doc: str,
+              method: bool = True) -> Callable[..., Tensor]:
+    """Declare the broadcasting binary op `name` (Note [Declaring an op once]): its OpDef
+    (`inputs` name the backward's operands) and `name(input, other)` (`operands`), applied
+    with PyTorch's promotion (`_binary.binary`, `to_float` as for unary ops) after
+    PyTorch's argument checks: TypeError for a Python number where `numbers` allows none
+    ("none": both are Tensors, "other": only the second may be a number, "one": either
+    but not both), `require_float`'s NotImplementedError for an integer result dtype,
+    then `check(input, other)`; returns the function, whose `.op` is the OpDef."""
+    assert numbers in ("none", "other", "one"), numbers
+    op = register(name, forward, backward, inputs=inputs, saves=saves, source=source,
+                  scalar=scalar, scalar_kinds=scalar_kinds)
+    first, second = operands
+    namespace = {"__name__": sys._getframe(1).f_globals["__name__"], "binary": binary, "op": op,
+                 "validate": _binary_validation(name, operands, numbers, require_float, check),
+                 "to_float": to_float}
+    function = define(name, [(first, REQUIRED), (second, REQUIRED)],
+                      f"validate({first}, {second})\n"
+                      f"return binary(op, {first}, {second}, to_float=to_float)", namespace, doc)
+    function.op = op  # type: ignore[attr-defined]
+    function.aliases = ()  # type: ignore[attr-defined]
+    DECLARED[name] = function
+    _EXPORTED.setdefault(function.__module__, []).append(name)
+    if method:
+        _add_method(name, function)
+    return function
+
+
+def _binary_validation(name: str, operands: tuple[str, str], numbers: str,
+                       require_float: str | None,
+                       check: Callable[[Any, Any], None] | None) -> Callable[[Any, Any], None]:
+    """The argument checks of a binary op's entry point, in PyTorch's order."""
+    first, second = operands
+
+    def validate(input: Any, other: Any) -> None:
+        if numbers == "one":
+            if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+                raise TypeError(f"{name}(): at least one of '{first}' and '{second}' must be a "
+                                "Tensor")
+        else:
+            require_tensor(name, input, first, 1)
+            if numbers == "none":
+                require_tensor(name, other, second, 2)
+        if require_float is not None:
+            rd = result_dtype(as_tensor_operand(input), as_tensor_operand(other))
+            if not rd.is_floating_point:
+                raise not_implemented_for(require_float, rd.np)
+        if check is not None:
+            check(input, other)
+    return validate
+
+
+def define(name: str, arguments: list[tuple[str, Any]], body: str, namespace: dict[str, Any],
+           doc: str) -> Callable[..., Any]:
+    """The Python function `def name(arguments): body`, each argument a (name, default)
+    pair (REQUIRED for none), whose globals are `namespace` (its `__name__` names the
+    function's module): a real signature, so arguments bind and fail as Python's do, and
+    the tracer reads its bytecode like any function's."""
+    names = []
+    for argument, default in arguments:
+        if default is REQUIRED:
+            names.append(argument)
+        else:
+            namespace[f"_default_{argument}"] = default
+            names.append(f"{argument}=_default_{argument}")
+    source = f"def {name}({', '.join(names)}):\n" + "".join(
+        f"    {line}\n" for line in body.splitlines())
+    exec(compile(source, f"<{namespace['__name__']}.{name}>", "exec"), namespace)  # noqa: S102
+    function = namespace[name]
+    function.__doc__ = doc
     return function
 
 

@@ -7,7 +7,7 @@ has it) and stores each under its own name, `forward` calls the functional form 
 jitgrad.nn.functional, and `extra_repr` prints as PyTorch's (`ELU(alpha=1.0,
 inplace=True)`, `GELU(approximate='none')`, `Hardshrink(0.5)`, `Tanh()`, and nothing for
 Hardsigmoid and Hardswish, which print no options in PyTorch). `__init__` and `forward`
-are Python functions with real signatures (`functional_activation.define`), so the
+are Python functions with real signatures (`declare.define`), so the
 tracer inlines `forward` as it does any module's. A form declared later (a user's op) gets
 its class here and in jitgrad.nn at once.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from jitgrad.eager.ops.declare import REQUIRED, NNForm, watch_nn_forms
+from jitgrad.eager.ops.declare import REQUIRED, NNForm, define, watch_nn_forms
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn import functional_activation
@@ -106,12 +106,12 @@ def module_class(function: Callable[..., Tensor], form: NNForm) -> type[Module]:
     summary = (function.__doc__ or form.module).strip().splitlines()[0]
     members: dict = {
         "__module__": __name__, "__qualname__": form.module, "__doc__": summary,
-        "forward": functional_activation.define(
+        "forward": define(
             "forward", [("self", REQUIRED), ("input", REQUIRED)],
             "return function(input" + "".join(f", self.{a}" for a in attributes) + ")",
             namespace, f"{form.module} of `input`.")}
     if attributes:
-        members["__init__"] = functional_activation.define(
+        members["__init__"] = define(
             "__init__", [("self", REQUIRED), *params], "super(cls, self).__init__()\n"
             + "".join(f"self.{a} = {a}\n" for a in attributes), namespace,
             f"Stores {', '.join(attributes)}.")
