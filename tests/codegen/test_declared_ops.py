@@ -125,3 +125,40 @@ def test_a_new_nn_activation_in_place_compiles_as_eager(soft_clip):
     fn, _ = compile_numba(lambda t: module(t * 3.0) + 1.0)
     np.testing.assert_array_equal(fn(jg.tensor(data)).numpy(),
                                   module(jg.tensor(data) * 3.0).numpy() + 1.0)
+
+
+def _mean_sq_backward(xp, ctx, g, a, b):
+    need_a, need_b = ctx.needs_input_grad
+    return (g * a if need_a else None), (g * b if need_b else None)
+
+
+@pytest.fixture(scope="module")
+def mean_sq():
+    """A new binary op declared by one call; removed from the registries afterwards."""
+    function = declare.binary_op(
+        "mean_sq", lambda a, b: (a * a + b * b) / 2, _mean_sq_backward, saves=("a", "b"),
+        source="d (a^2 + b^2)/2 = a da + b db", scalar=lambda s, a, b: (a * a + b * b) / 2,
+        numbers="other", to_float=True, doc="(input^2 + other^2) / 2.")
+    yield function
+    lowering.LOWERINGS.pop(OPS.pop("mean_sq"), None)
+    del declare.DECLARED["mean_sq"], declare.METHODS["mean_sq"]
+    declare._EXPORTED[__name__].remove("mean_sq")
+    delattr(jg.Tensor, "mean_sq")
+
+
+def test_a_new_binary_op_promotes_checks_and_fuses(mean_sq):
+    a_data, b_data = np.array([[-1.5, 0.0, 2.0]]), np.array([[0.5], [-3.0]])
+    a, b = jg.tensor(a_data, requires_grad=True), jg.tensor(b_data, requires_grad=True)
+    np.testing.assert_array_equal(mean_sq(a, b).detach().numpy(), (a_data**2 + b_data**2) / 2)
+    assert a.mean_sq(other=2).dtype == jg.float64 and mean_sq(jg.tensor([1, 2]), 1).dtype == jg.float32
+    assert mean_sq(jg.tensor([1.0], dtype=jg.float32), 2.5).dtype == jg.float32
+    with pytest.raises(TypeError, match=r"mean_sq\(\): argument 'input' \(position 1\) must be"):
+        mean_sq(2.0, b)
+    assert str(inspect.signature(mean_sq)) == "(input, other)"
+    assert gradcheck(mean_sq, (a, b))
+
+    fn, produced = compile_numba(lambda x, y: mean_sq(x, y).exp())
+    compiled = fn(jg.tensor(a_data.astype(np.float32)), jg.tensor(b_data.astype(np.float32)))
+    np.testing.assert_allclose(compiled.numpy(), np.exp((a_data**2 + b_data**2) / 2), rtol=2e-6)
+    assert len(produced[0].kernels) == 1  # the new op fused with exp
+    assert "mean_sq" in str(produced[0].kernels[0].source)

@@ -55,9 +55,12 @@ own op is one declaration as well (tests/codegen/test_declared_ops.py). Declare 
 time: FakeTensor's functionalized in-place methods are made when jitgrad.trace loads.
 
 Aliases also need their module-level binding (`absolute = abs`), which
-tests/eager/test_declare.py checks. Ops whose entry point is not a plain unary function
-(add's alpha, div's rounding_mode, pow's exponent, binary ops' operand checks) declare
-their OpDef with `register(..., scalar=...)` and keep a hand-written entry point.
+tests/eager/test_declare.py checks. A broadcasting binary op is one `binary_op(...)`
+call in the same way (copysign, hypot, fmax, ... in pointwise_math.py): OpDef, scalar
+form, `name(input, other)` with PyTorch's argument checks and promotion, Tensor method,
+`__all__`. Ops whose entry point is neither (add's alpha, div's rounding_mode, pow's
+exponent, igamma's sign, the comparisons) declare their OpDef with
+`register(..., scalar=...)` and keep a hand-written entry point.
 Composites (softplus, gelu, leaky_relu, ... in activation.py) are not declared here:
 they are Python functions of declared ops, so their gradients and fusion come from those;
 `nn_form` gives them their nn exposure.
