@@ -90,10 +90,14 @@ def _extra_repr(options: list[str], form: NNForm) -> Callable[[Module], str] | N
         return lambda self: ", ".join(str(getattr(self, name)) for name in options)
 
     def extra_repr(self: Module) -> str:
-        shown = [f"{name}={getattr(self, name)!r}" if isinstance(getattr(self, name), str)
-                 else f"{name}={getattr(self, name)}" for name in options]
+        shown = [_option(name, getattr(self, name)) for name in options]
         return ", ".join(shown + (["inplace=True"] if form.inplace and self.inplace else []))
     return extra_repr
+
+
+def _option(name: str, value: object) -> str:
+    """`alpha=1.0`; a string quoted, as GELU's `approximate='none'`."""
+    return f"{name}={value!r}" if isinstance(value, str) else f"{name}={value}"
 
 
 def module_class(function: Callable[..., Tensor], form: NNForm) -> type[Module]:
