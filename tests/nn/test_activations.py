@@ -183,6 +183,7 @@ def test_activation_modules_print_as_torch_and_survive_pickling(name, args, text
     assert repr(module) == text
     cls = type(module)
     assert (cls.__module__, cls.__qualname__) == ("jitgrad.nn.modules.activation", name)
+    assert cls.forward.__qualname__ == f"{name}.forward"
     assert getattr(nn.modules.activation, name) is cls and name in nn.__all__
     copy = pickle.loads(pickle.dumps(module))
     assert type(copy) is cls and repr(copy) == text and copy.state_dict() == {}

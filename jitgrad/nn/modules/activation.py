@@ -122,6 +122,9 @@ def module_class(function: Callable[..., Tensor], form: NNForm) -> type[Module]:
     extra_repr = _extra_repr(options, form)
     if extra_repr is not None:
         members["extra_repr"] = extra_repr
+    for member in ("forward", "__init__", "extra_repr"):
+        if member in members:
+            members[member].__qualname__ = f"{form.module}.{member}"
     cls = type(form.module, (Module,), members)
     namespace["cls"] = cls
     return cls
