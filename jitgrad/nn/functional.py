@@ -2,10 +2,10 @@
 
 Fused ops (softmax, log_softmax, layer_norm, nll_loss, embedding, binary cross-entropy
 element losses, constant padding) live in `jitgrad.eager.ops.nn_ops`, activations in
-`jitgrad.eager.ops.activation` (their `inplace` forms and the composite activations in
-`functional_activation`, convolutions in `functional_conv`); everything else here is a
-composite of existing ops, so its gradient comes from theirs. Behaviours and messages
-follow PyTorch as measured in research/eager_autograd.md §2.9.
+`jitgrad.eager.ops.activation` (their nn forms, `inplace` flags included, are made from
+their declarations in `functional_activation`), convolutions in `functional_conv`;
+everything else here is a composite of existing ops, so its gradient comes from theirs.
+Behaviours and messages follow PyTorch as measured in research/eager_autograd.md §2.9.
 """
 
 from __future__ import annotations
@@ -19,41 +19,14 @@ import numpy as np
 from jitgrad.eager.grad_mode import no_grad
 from jitgrad.eager.ops import linalg, nn_ops, pointwise, shape
 from jitgrad.eager.ops import reduction as reduce_ops
-from jitgrad.eager.ops.activation import gelu, logsigmoid, sigmoid, softplus
 from jitgrad.eager.ops.comparison import clamp_min, where
 from jitgrad.eager.ops.linalg import linear
 from jitgrad.eager.ops.nn_ops import layer_norm, log_softmax, nll_loss, softmax
-from jitgrad.eager.ops.pointwise import tanh
 from jitgrad.eager.ops.random import dropout_mask
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional_sampling as sampling
-from jitgrad.nn.functional_activation import (
-    celu,
-    celu_,
-    elu,
-    elu_,
-    glu,
-    hardshrink,
-    hardsigmoid,
-    hardswish,
-    hardtanh,
-    hardtanh_,
-    leaky_relu,
-    leaky_relu_,
-    mish,
-    relu,
-    relu6,
-    relu_,
-    selu,
-    selu_,
-    silu,
-    softmin,
-    softshrink,
-    softsign,
-    tanhshrink,
-    threshold,
-    threshold_,
-)
+from jitgrad.nn.functional_activation import *  # noqa: F403 - relu, elu_, gelu, ...
+from jitgrad.nn.functional_activation import __all__ as _activation_all
 from jitgrad.nn.functional_conv import (
     avg_pool1d,
     avg_pool2d,
@@ -437,13 +410,11 @@ __all__ = [
     "linear", "softmax", "log_softmax", "layer_norm", "embedding", "dropout", "cross_entropy",
     "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "one_hot", "scaled_dot_product_attention", "pad",
-    "relu", "relu6", "leaky_relu", "gelu", "silu", "softplus", "elu", "hardtanh", "logsigmoid",
-    "sigmoid", "tanh", "kl_div", "normalize", "cosine_similarity", "conv2d", "max_pool2d",
+    "kl_div", "normalize", "cosine_similarity", "conv2d", "max_pool2d",
     "avg_pool2d", "batch_norm", "instance_norm", "group_norm", "conv1d", "conv_transpose1d",
     "conv_transpose2d", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "dropout1d", "dropout2d", "prelu",
-    "avg_pool2d", "hardsigmoid", "hardswish", "threshold", "mish", "selu", "celu", "softsign",
-    "tanhshrink", "hardshrink", "softshrink", "softmin", "glu", "relu_", "elu_", "hardtanh_",
-    "leaky_relu_", "threshold_", "selu_", "celu_", "embedding_bag", "max_pool1d", "avg_pool1d",
-    "pixel_shuffle", "pixel_unshuffle",
+    *_activation_all, "embedding_bag", "max_pool1d", "avg_pool1d", "pixel_shuffle",
+    "pixel_unshuffle",
 ]
+del _activation_all  # only for __all__

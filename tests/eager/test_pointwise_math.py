@@ -109,6 +109,10 @@ REFUSED = {
     "gcd_number": (lambda: jg.gcd(INTS, 4), TypeError, "'other' (position 2) must be Tensor"),
     "gcd_float": (lambda: jg.gcd(jg.ones(2), jg.ones(2)), NotImplementedError, '"gcd_cpu"'),
     "igamma_int": (lambda: jg.igamma(INTS, INTS), NotImplementedError, '"igamma_cpu"'),
+    # PyTorch checks the arguments (input first) before it looks for an integer kernel
+    **{f"{name}_number_input": (lambda name=name: getattr(jg, name)(2, INTS), TypeError,
+                                f"{name}(): argument 'input' (position 1) must be Tensor, not int")
+       for name in ("hypot", "logaddexp", "logaddexp2", "nextafter", "fmax", "heaviside")},
     "mvlgamma_p0": (lambda: jg.mvlgamma(jg.ones(2), 0), RuntimeError, "greater than or equal"),
 }
 

@@ -6,7 +6,9 @@ and are written out, so the tests need no torch; forward values and gradchecks o
 inputs are op-table cases (tests/eager/cases_nn_functional.py).
 """
 
+import inspect
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -123,7 +125,7 @@ def test_in_place_forms_write_into_the_input_and_keep_the_gradient(name):
 
 MODULES = {
     "Hardsigmoid": (nn.Hardsigmoid(), "Hardsigmoid()", F.hardsigmoid),
-    "Hardswish": (nn.Hardswish(inplace=True), "Hardswish(inplace=True)", F.hardswish),
+    "Hardswish": (nn.Hardswish(inplace=True), "Hardswish()", F.hardswish),  # torch prints no options
     "Mish": (nn.Mish(), "Mish()", F.mish),
     "SELU": (nn.SELU(), "SELU()", F.selu),
     "CELU": (nn.CELU(2.0), "CELU(alpha=2.0)", lambda x: F.celu(x, 2.0)),
@@ -144,3 +146,68 @@ def test_modules_print_as_torch_and_call_their_function(name):
     assert repr(module) == text
     x = np.random.default_rng(0).uniform(-4, 4, size=(3, 4))
     np.testing.assert_array_equal(module(jg.tensor(x)).numpy(), fn(jg.tensor(x)).numpy())
+
+
+# Measured with PyTorch 2.13: repr(torch.nn.<name>(*args)) for defaults and other options.
+TORCH_REPRS = [
+    ("ReLU", (), "ReLU()"), ("ReLU", (True,), "ReLU(inplace=True)"),
+    ("LeakyReLU", (), "LeakyReLU(negative_slope=0.01)"),
+    ("LeakyReLU", (0.2, True), "LeakyReLU(negative_slope=0.2, inplace=True)"),
+    ("GELU", (), "GELU(approximate='none')"), ("GELU", ("tanh",), "GELU(approximate='tanh')"),
+    ("SiLU", (), "SiLU()"), ("SiLU", (True,), "SiLU(inplace=True)"),
+    ("ELU", (), "ELU(alpha=1.0)"), ("ELU", (0.5, True), "ELU(alpha=0.5, inplace=True)"),
+    ("ELU", (2,), "ELU(alpha=2)"),
+    ("Hardtanh", (), "Hardtanh(min_val=-1.0, max_val=1.0)"),
+    ("Hardtanh", (-2.0, 3.0, True), "Hardtanh(min_val=-2.0, max_val=3.0, inplace=True)"),
+    ("ReLU6", (), "ReLU6()"), ("ReLU6", (True,), "ReLU6(inplace=True)"),
+    ("Softplus", (), "Softplus(beta=1.0, threshold=20.0)"),
+    ("Softplus", (2.0, 10.0), "Softplus(beta=2.0, threshold=10.0)"),
+    ("LogSigmoid", (), "LogSigmoid()"), ("Tanh", (), "Tanh()"), ("Sigmoid", (), "Sigmoid()"),
+    ("Hardsigmoid", (), "Hardsigmoid()"), ("Hardsigmoid", (True,), "Hardsigmoid()"),
+    ("Hardswish", (), "Hardswish()"), ("Hardswish", (True,), "Hardswish()"),
+    ("Mish", (), "Mish()"), ("Mish", (True,), "Mish(inplace=True)"),
+    ("SELU", (), "SELU()"), ("SELU", (True,), "SELU(inplace=True)"),
+    ("CELU", (), "CELU(alpha=1.0)"), ("CELU", (0.5, True), "CELU(alpha=0.5, inplace=True)"),
+    ("Threshold", (0.1, 20.0), "Threshold(threshold=0.1, value=20.0)"),
+    ("Threshold", (0.1, 20, True), "Threshold(threshold=0.1, value=20, inplace=True)"),
+    ("Softsign", (), "Softsign()"), ("Tanhshrink", (), "Tanhshrink()"),
+    ("Hardshrink", (), "Hardshrink(0.5)"), ("Hardshrink", (0.3,), "Hardshrink(0.3)"),
+    ("Softshrink", (), "Softshrink(0.5)"), ("Softshrink", (0.3,), "Softshrink(0.3)"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "text"), TORCH_REPRS,
+                         ids=[f"{n}{a}" for n, a, _ in TORCH_REPRS])
+def test_activation_modules_print_as_torch_and_survive_pickling(name, args, text):
+    module = getattr(nn, name)(*args)
+    assert repr(module) == text
+    cls = type(module)
+    assert (cls.__module__, cls.__qualname__) == ("jitgrad.nn.modules.activation", name)
+    assert cls.forward.__qualname__ == f"{name}.forward"
+    assert getattr(nn.modules.activation, name) is cls and name in nn.__all__
+    copy = pickle.loads(pickle.dumps(module))
+    assert type(copy) is cls and repr(copy) == text and copy.state_dict() == {}
+
+
+# PyTorch 2.13's Python-level nn.functional signatures (names and defaults, in order).
+TORCH_SIGNATURES = {
+    "relu": "(input, inplace=False)", "relu6": "(input, inplace=False)",
+    "leaky_relu": "(input, negative_slope=0.01, inplace=False)",
+    "elu": "(input, alpha=1.0, inplace=False)", "celu": "(input, alpha=1.0, inplace=False)",
+    "selu": "(input, inplace=False)", "silu": "(input, inplace=False)",
+    "mish": "(input, inplace=False)", "hardsigmoid": "(input, inplace=False)",
+    "hardswish": "(input, inplace=False)",
+    "hardtanh": "(input, min_val=-1.0, max_val=1.0, inplace=False)",
+    "threshold": "(input, threshold, value, inplace=False)",
+    "sigmoid": "(input)", "tanh": "(input)", "softsign": "(input)", "tanhshrink": "(input)",
+}
+
+
+@pytest.mark.parametrize("name", TORCH_SIGNATURES)
+def test_functional_activations_have_torchs_signature(name):
+    signature = inspect.signature(getattr(F, name))
+    plain = signature.replace(parameters=[p.replace(annotation=p.empty)
+                                          for p in signature.parameters.values()],
+                              return_annotation=signature.empty)
+    assert str(plain) == TORCH_SIGNATURES[name]
+    assert name in F.__all__ and getattr(F, name).__module__.startswith("jitgrad.")

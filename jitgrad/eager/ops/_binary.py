@@ -36,6 +36,14 @@ def not_implemented_for(kernel: str, np_dtype: np.dtype) -> NotImplementedError:
         "convert the input first, e.g. t.float()")
 
 
+def require_tensor(name: str, value: Any, what: str = "input", position: int = 1) -> None:
+    """PyTorch's TypeError for an operand that must be a Tensor (`fmod(2.0, t)`,
+    `atan2(t, 2.0)`): its signature has no Number overload there."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{what}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}; wrap it first, e.g. tensor(x)")
+
+
 def result_dtype(*operands: Any) -> dtypes.dtype:
     """PyTorch's result type of Tensors and Python numbers (see jitgrad.eager.dtypes)."""
     dim = zero = scalar = None

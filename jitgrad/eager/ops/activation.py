@@ -1,7 +1,11 @@
-"""Activation functions as pure functional ops (nn.functional re-exports them).
+"""Activation functions as pure functional ops, each with its nn form.
 
-`relu` is defined in pointwise.py (nn.functional imports it from there) and re-exported
-here so that every activation can be imported from this module.
+`relu` is defined in pointwise.py and re-exported here so that every activation can be
+imported from this module. Each activation PyTorch has in nn states its `NNForm` here (the
+declared ops with `nn=`, the composites in the `nn_form` table at the end), from which
+jitgrad.nn makes nn.functional's forms (`inplace` flag, `elu_`) and the Module classes
+(Note [Declaring an op once] in declare.py). selu, celu, softsign, tanhshrink, hardshrink
+and softshrink are public in jitgrad.nn only (as before), so they are not in `__all__`.
 
 Forward formulas are PyTorch's CPU kernels (so values agree to the last bits where
 numpy allows) and are written not to overflow; backward formulas and their edge
@@ -22,7 +26,7 @@ from scipy import special
 from jitgrad.eager.ops import pointwise
 from jitgrad.eager.ops._binary import binary
 from jitgrad.eager.ops.comparison import MINIMUM, where
-from jitgrad.eager.ops.declare import REQUIRED, exported, pointwise_op
+from jitgrad.eager.ops.declare import REQUIRED, NNForm, exported, nn_form, pointwise_op
 from jitgrad.eager.ops.pointwise import (
     erf,
     exp,
@@ -38,6 +42,8 @@ from jitgrad.eager.tensor import Tensor
 X = ("x",)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_KAPPA = 0.044715
+SELU_ALPHA = 1.6732632423543772848170429916717  # Klambauer et al. 2017
+SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _require_float(x: Tensor, kernel: str) -> Tensor:
@@ -128,19 +134,22 @@ sigmoid = pointwise_op(
     "sigmoid", _sigmoid_forward, _sigmoid_backward, saves=("out",), source="s' = s (1 - s)",
     scalar=lambda s, x: s.sigmoid(x), to_float=True, inplace=True,
     doc="1 / (1 + exp(-x)), without overflow; integers give the default float dtype.\n\n"
-        "Saves its output (modifying it in place before backward raises, as PyTorch).")
+        "Saves its output (modifying it in place before backward raises, as PyTorch).",
+    nn=NNForm("Sigmoid"))
 silu = pointwise_op(
     "silu", lambda x: x / (1 + np.exp(-x)), _silu_backward, saves=X,
     source="Elfwing et al. 2017: s (1 + x (1 - s))", scalar=lambda s, x: x / (1 + s.exp(-x)),
     require_float="silu_cpu", method=False,
-    doc="x * sigmoid(x) (swish); silu'(0) = 0.5. Raises NotImplementedError for integers.")
+    doc="x * sigmoid(x) (swish); silu'(0) = 0.5. Raises NotImplementedError for integers.",
+    nn=NNForm("SiLU", inplace=True))
 elu = pointwise_op(
     "elu", lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x)), _elu_backward, saves=X,
     source="Clevert et al. 2015: alpha e^x below 0", params={"alpha": 1.0},
     scalar=lambda s, x, alpha: s.where(x > 0, x, alpha * s.expm1(x)),
     require_float="elu_cpu", method=False,
     doc="x for x > 0, alpha (exp(x) - 1) otherwise; elu'(0) = alpha.\n\n"
-        "Raises NotImplementedError for integers.")
+        "Raises NotImplementedError for integers.",
+    nn=NNForm("ELU", inplace=True, inplace_function=True))
 hardtanh = pointwise_op(
     "hardtanh", _hardtanh_forward, _hardtanh_backward, saves=X,
     source="1 strictly inside (min_val, max_val), 0 at and beyond the bounds",
@@ -149,21 +158,24 @@ hardtanh = pointwise_op(
     scalar_kinds=ANY_KIND,
     doc="clamp(x, min_val, max_val), but with gradient 0 at the bounds (exclusive).\n\n"
         "Integer tensors stay integer (bounds truncated). Raises ValueError if min_val > "
-        "max_val.")
+        "max_val.",
+    nn=NNForm("Hardtanh", inplace=True, inplace_function=True))
 hardsigmoid = pointwise_op(
     "hardsigmoid", lambda x: np.minimum(np.maximum(x + 3, 0), 6) / 6, _hardsigmoid_backward,
     saves=X, source="Howard et al. 2019 (MobileNetV3): relu6(x + 3) / 6",
     scalar=lambda s, x: s.minimum(s.maximum(x + 3, 0), 6) / 6,
     require_float="hardsigmoid_cpu", method=False, export=False,
     doc="relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3), else 0.\n\n"
-        "Raises NotImplementedError for integers.")
+        "Raises NotImplementedError for integers.",
+    nn=NNForm("Hardsigmoid", inplace=True, extra_repr="none"))
 hardswish = pointwise_op(
     "hardswish", lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6, _hardswish_backward,
     saves=X, source="Howard et al. 2019: x relu6(x + 3) / 6; PyTorch's edges",
     scalar=lambda s, x: x * s.minimum(s.maximum(x + 3, 0), 6) / 6,
     require_float="hardswish_cpu", method=False, export=False,
     doc="x relu6(x + 3) / 6; gradient x/3 + 1/2 inside (-3, 3), 0 below, 1 from 3 on.\n\n"
-        "Raises NotImplementedError for integers.")
+        "Raises NotImplementedError for integers.",
+    nn=NNForm("Hardswish", inplace=True, extra_repr="none"))
 threshold = pointwise_op(
     "threshold", lambda x, threshold, value: np.where(
         x > threshold, x, np.asarray(value).astype(x.dtype)), _threshold_backward, saves=X,
@@ -171,12 +183,14 @@ threshold = pointwise_op(
     check=_refuse_bool_threshold, method=False, scalar_kinds=ANY_KIND,
     scalar=lambda s, x, threshold, value: s.where(x > threshold, x, value),
     doc="x where x > threshold, else `value` (cast to x's dtype); gradient g where x > "
-        "threshold.\n\nRaises NotImplementedError for bool tensors.")
+        "threshold.\n\nRaises NotImplementedError for bool tensors.",
+    nn=NNForm("Threshold", inplace=True, inplace_function=True))
 mish = pointwise_op(
     "mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), _mish_backward, saves=X,
     source="Misra 2019: x tanh(softplus(x))", scalar=lambda s, x: x * s.tanh(s.log1p(s.exp(x))),
     require_float="mish_cpu", method=False, export=False,
-    doc="x tanh(softplus(x)). Raises NotImplementedError for integers.")
+    doc="x tanh(softplus(x)). Raises NotImplementedError for integers.",
+    nn=NNForm("Mish", inplace=True))
 
 
 # ----- composites: gradients and kernels come from the ops they are made of --------------
@@ -234,6 +248,68 @@ def logsigmoid(input: Tensor) -> Tensor:
 def relu6(input: Tensor) -> Tensor:
     """min(max(x, 0), 6): hardtanh(x, 0, 6), gradient 0 at 0 and 6."""
     return hardtanh(input, 0.0, 6.0)
+
+
+def selu(input: Tensor) -> Tensor:
+    """scale * elu(x, alpha) with Klambauer et al.'s constants; NotImplementedError for ints."""
+    return elu(input, SELU_ALPHA) * SELU_SCALE
+
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)). Raises RuntimeError for alpha == 0."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu's alpha must not be 0")
+    return elu(input / alpha) * alpha
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|), as PyTorch's own composite."""
+    return input / (pointwise.abs(input) + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x), as PyTorch's own composite."""
+    return input - tanh(input)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0 (gradient selected likewise)."""
+    _require_float(input, "hardshrink_cpu")
+    return where(pointwise.abs(input) > lambd, input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0.
+
+    Raises RuntimeError for a negative lambd, NotImplementedError for integers.
+    """
+    _require_float(input, "softshrink_check")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, inf) for input dtype {input.dtype}, "
+                           f"but found {lambd}")
+    inner = where(input < -lambd, input + lambd, 0.0)
+    return where(input > lambd, input - lambd, inner)
+
+
+# ----- nn exposure of the composites (the declared ops state theirs with `nn=`) ------------
+# selu and celu, written in place, read a copy of the old value: their inner ops save what
+# they read (Note [Saving the old self] in inplace.py covers only the op that writes).
+
+for _function, _form in (
+        (relu, NNForm("ReLU", inplace=True, inplace_function=True)),
+        (relu6, NNForm("ReLU6", inplace=True)),
+        (leaky_relu, NNForm("LeakyReLU", inplace=True, inplace_function=True)),
+        (gelu, NNForm("GELU")),
+        (softplus, NNForm("Softplus")),
+        (logsigmoid, NNForm("LogSigmoid")),
+        (tanh, NNForm("Tanh")),
+        (selu, NNForm("SELU", inplace=True, inplace_function=True, reads_copy=True)),
+        (celu, NNForm("CELU", inplace=True, inplace_function=True, reads_copy=True)),
+        (softsign, NNForm("Softsign")),
+        (tanhshrink, NNForm("Tanhshrink")),
+        (hardshrink, NNForm("Hardshrink", extra_repr="value")),
+        (softshrink, NNForm("Softshrink", extra_repr="value"))):
+    nn_form(_function, _form)
 
 
 __all__ = ["relu", "leaky_relu", "gelu", "softplus", "logsigmoid", "relu6",

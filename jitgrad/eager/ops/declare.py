@@ -37,18 +37,33 @@ and everything else is generated from it:
   NaN, subnormals, huge) in every kernel dtype (its coverage test fails for a form without
   a case).
 - the op's backward in compiled code: the compiler traces the same backward formula
-  against graph values, so its nodes fuse like any others.
+  against graph values, so its nodes fuse like any others;
+- with `nn=NNForm("Mish", inplace=True)`, its nn exposure: the `nn.functional` function
+  with PyTorch's `inplace=False` flag (the op itself when it has none), `F.<name>_` with
+  `inplace_function`, and the `nn.Module` class `nn.Mish` whose constructor takes the op's
+  parameters and `inplace`, whose `forward` calls the functional form and whose
+  `extra_repr` prints as PyTorch's (`extra_repr`: "named" `alpha=1.0, inplace=True`,
+  "value" the bare parameter as Hardshrink's `0.5`, "none" nothing, as Hardswish's).
+  Eager only records the form (it never imports nn); jitgrad/nn/functional_activation.py
+  and jitgrad/nn/modules/activation.py make the functions and classes, for the forms
+  declared before they load and, through `watch_nn_forms`, for those declared later.
+  `nn_form(function, form)` exposes a composite (leaky_relu, gelu, selu, ... in
+  activation.py) the same way.
 
 A function declared outside jitgrad is traced as an op too (`is_declared`), so a user's
 own op is one declaration as well (tests/codegen/test_declared_ops.py). Declare at import
 time: FakeTensor's functionalized in-place methods are made when jitgrad.trace loads.
 
 Aliases also need their module-level binding (`absolute = abs`), which
-tests/eager/test_declare.py checks. Ops whose entry point is not a plain unary function
-(add's alpha, div's rounding_mode, pow's exponent, binary ops' operand checks) declare
-their OpDef with `register(..., scalar=...)` and keep a hand-written entry point.
+tests/eager/test_declare.py checks. A broadcasting binary op is one `binary_op(...)`
+call in the same way (copysign, hypot, fmax, ... in pointwise_math.py): OpDef, scalar
+form, `name(input, other)` with PyTorch's argument checks and promotion, Tensor method,
+`__all__`. Ops whose entry point is neither (add's alpha, div's rounding_mode, pow's
+exponent, igamma's sign, the comparisons) declare their OpDef with
+`register(..., scalar=...)` and keep a hand-written entry point.
 Composites (softplus, gelu, leaky_relu, ... in activation.py) are not declared here:
-they are Python functions of declared ops, so their gradients and fusion come from those.
+they are Python functions of declared ops, so their gradients and fusion come from those;
+`nn_form` gives them their nn exposure.
 """
 
 from __future__ import annotations
@@ -56,17 +71,43 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from jitgrad.eager.ops._binary import not_implemented_for, unary
+from jitgrad.eager.ops._binary import (
+    binary,
+    not_implemented_for,
+    require_tensor,
+    result_dtype,
+    unary,
+)
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.registry import OpDef, register
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
 REQUIRED = inspect.Parameter.empty  # a parameter without a default (`params={"value": REQUIRED}`)
 DECLARED: dict[str, Callable[..., Tensor]] = {}  # op name -> its public function
 METHODS: dict[str, Callable[..., Any]] = {}  # Tensor methods of declared ops, in-place too
 _EXPORTED: dict[str, list[str]] = {}  # module name -> its declared public names
+
+
+@dataclass(frozen=True)
+class NNForm:
+    """How jitgrad.nn exposes an activation (Note [Declaring an op once]): the Module class
+    named `module` (None: nn.functional only); `inplace`: PyTorch's `inplace=False` flag on
+    both; `inplace_function`: nn.functional also has `<name>_`; `reads_copy`: a composite
+    written in place reads a copy of the old value (its inner ops save what they read);
+    `extra_repr`: "named", "value" or "none"."""
+
+    module: str | None
+    inplace: bool = False
+    inplace_function: bool = False
+    reads_copy: bool = False
+    extra_repr: str = "named"
+
+
+NN_FORMS: dict[str, tuple[Callable[..., Tensor], NNForm]] = {}  # function name -> its nn form
+_NN_WATCHERS: list[Callable[[Callable[..., Tensor], NNForm], None]] = []
 
 
 def pointwise_op(name: str, forward: Callable, backward: Callable | None = None, *,
@@ -75,7 +116,8 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
                  to_float: bool = False, require_float: str | None = None,
                  refuse_bool: str | None = None, check: Callable | None = None, doc: str,
                  method: bool = True, inplace: bool = False, aliases: tuple[str, ...] = (),
-                 export: bool = True, node_name: str | None = None) -> Callable[..., Tensor]:
+                 export: bool = True, node_name: str | None = None,
+                 nn: NNForm | None = None) -> Callable[..., Tensor]:
     """Declare the unary pointwise op `name` (Note [Declaring an op once]); returns its
     public function, whose `.op` is the OpDef."""
     op = register(name, forward, backward, inputs=("x",), saves=saves, source=source,
@@ -95,7 +137,104 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
             _add_method(method_name, function)
         if inplace:
             _add_method(f"{method_name}_", inplace_method(function))
+    if nn is not None:
+        nn_form(function, nn)
     return function
+
+
+def binary_op(name: str, forward: Callable, backward: Callable | None = None, *,
+              inputs: tuple[str, str] = ("a", "b"), saves: tuple[str, ...] = (),
+              source: str = "", scalar: Callable | None = None, scalar_kinds: str = "f",
+              operands: tuple[str, str] = ("input", "other"), numbers: str = "none",
+              to_float: bool = False, require_float: str | None = None,
+              check: Callable[[Any, Any], None] | None = None, doc: str,
+              method: bool = True) -> Callable[..., Tensor]:
+    """Declare the broadcasting binary op `name` (Note [Declaring an op once]): its OpDef
+    (`inputs` name the backward's operands) and `name(input, other)` (`operands`), applied
+    with PyTorch's promotion (`_binary.binary`, `to_float` as for unary ops) after
+    PyTorch's argument checks: TypeError for a Python number where `numbers` allows none
+    ("none": both are Tensors, "other": only the second may be a number, "one": either
+    but not both), `require_float`'s NotImplementedError for an integer result dtype,
+    then `check(input, other)`; returns the function, whose `.op` is the OpDef."""
+    assert numbers in ("none", "other", "one"), numbers
+    op = register(name, forward, backward, inputs=inputs, saves=saves, source=source,
+                  scalar=scalar, scalar_kinds=scalar_kinds)
+    first, second = operands
+    namespace = {"__name__": sys._getframe(1).f_globals["__name__"], "binary": binary, "op": op,
+                 "validate": _binary_validation(name, operands, numbers, require_float, check),
+                 "to_float": to_float}
+    function = define(name, [(first, REQUIRED), (second, REQUIRED)],
+                      f"validate({first}, {second})\n"
+                      f"return binary(op, {first}, {second}, to_float=to_float)", namespace, doc)
+    function.op = op  # type: ignore[attr-defined]
+    function.aliases = ()  # type: ignore[attr-defined]
+    DECLARED[name] = function
+    _EXPORTED.setdefault(function.__module__, []).append(name)
+    if method:
+        _add_method(name, function)
+    return function
+
+
+def _binary_validation(name: str, operands: tuple[str, str], numbers: str,
+                       require_float: str | None,
+                       check: Callable[[Any, Any], None] | None) -> Callable[[Any, Any], None]:
+    """The argument checks of a binary op's entry point, in PyTorch's order."""
+    first, second = operands
+
+    def validate(input: Any, other: Any) -> None:
+        if numbers == "one":
+            if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+                raise TypeError(f"{name}(): at least one of '{first}' and '{second}' must be a "
+                                "Tensor")
+        else:
+            require_tensor(name, input, first, 1)
+            if numbers == "none":
+                require_tensor(name, other, second, 2)
+        if require_float is not None:
+            rd = result_dtype(as_tensor_operand(input), as_tensor_operand(other))
+            if not rd.is_floating_point:
+                raise not_implemented_for(require_float, rd.np)
+        if check is not None:
+            check(input, other)
+    return validate
+
+
+def define(name: str, arguments: list[tuple[str, Any]], body: str, namespace: dict[str, Any],
+           doc: str) -> Callable[..., Any]:
+    """The Python function `def name(arguments): body`, each argument a (name, default)
+    pair (REQUIRED for none), whose globals are `namespace` (its `__name__` names the
+    function's module): a real signature, so arguments bind and fail as Python's do, and
+    the tracer reads its bytecode like any function's."""
+    names = []
+    for argument, default in arguments:
+        if default is REQUIRED:
+            names.append(argument)
+        else:
+            namespace[f"_default_{argument}"] = default
+            names.append(f"{argument}=_default_{argument}")
+    source = f"def {name}({', '.join(names)}):\n" + "".join(
+        f"    {line}\n" for line in body.splitlines())
+    exec(compile(source, f"<{namespace['__name__']}.{name}>", "exec"), namespace)  # noqa: S102
+    function = namespace[name]
+    function.__doc__ = doc
+    return function
+
+
+def nn_form(function: Callable[..., Tensor], form: NNForm) -> None:
+    """Expose `function` (a declared op or a composite of ops) in jitgrad.nn as `form`
+    says; the nn layer's watchers make its functions and class."""
+    assert function.__name__ not in NN_FORMS, f"{function.__name__} is exposed twice"
+    assert form.extra_repr in ("named", "value", "none"), form.extra_repr
+    NN_FORMS[function.__name__] = (function, form)
+    for watcher in _NN_WATCHERS:
+        watcher(function, form)
+
+
+def watch_nn_forms(watcher: Callable[[Callable[..., Tensor], NNForm], None]) -> None:
+    """Call `watcher(function, form)` for every nn form declared so far and from now on."""
+    _NN_WATCHERS.append(watcher)
+    for function, form in list(NN_FORMS.values()):
+        watcher(function, form)
 
 
 def is_declared(fn: Any) -> bool:

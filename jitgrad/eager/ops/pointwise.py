@@ -23,6 +23,7 @@ from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
     binary,
     cast_operands,
     not_implemented_for,
+    require_tensor,
     result_dtype,
     unary,
 )
@@ -150,14 +151,6 @@ def refuse_bool(kernel: str, *operands: Any) -> None:
     """
     if result_dtype(*operands).np.kind == "b":
         raise not_implemented_for(kernel, np.dtype(np.bool_))
-
-
-def require_tensor(name: str, value: Any, what: str = "input", position: int = 1) -> None:
-    """PyTorch's TypeError for an operand that must be a Tensor (`fmod(2.0, t)`,
-    `atan2(t, 2.0)`): its signature has no Number overload there."""
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{name}(): argument '{what}' (position {position}) must be Tensor, "
-                        f"not {type(value).__name__}; wrap it first, e.g. tensor(x)")
 
 
 _INTEGER_DIVISION_BY_ZERO = ("ZeroDivisionError: integer division by zero; check the divisor "

@@ -23,7 +23,7 @@ from scipy import special
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops import pointwise
 from jitgrad.eager.ops._binary import binary, result_dtype, unary
-from jitgrad.eager.ops.declare import exported, pointwise_op
+from jitgrad.eager.ops.declare import binary_op, exported, pointwise_op
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.pointwise import log_of_scalar, not_implemented_for, require_tensor, sign
 from jitgrad.eager.ops.registry import ANY_KIND, register
@@ -338,16 +338,6 @@ def _nextafter_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (g if need_a else None), (xp.zeros_like(g) if need_b else None)
 
 
-COPYSIGN = register("copysign", np.copysign, _copysign_backward, inputs=AB, saves=("a", "out"),
-                    source="d copysign(a, b)/da = copysign(a, b)/a (0 at a == 0); 0 for b",
-                    scalar=lambda s, a, b: s.copysign(a, b))
-HYPOT = register("hypot", np.hypot, _hypot_backward, inputs=AB, saves=("a", "b", "out"),
-                 source="d sqrt(a^2 + b^2) = (a da + b db) / hypot",
-                 scalar=lambda s, a, b: s.hypot(a, b))
-LOGADDEXP = register("logaddexp", np.logaddexp, _logaddexp_backward, inputs=AB, saves=AB,
-                     source="d log(e^a + e^b)/da = 1/(1 + e^(b - a))")
-LOGADDEXP2 = register("logaddexp2", np.logaddexp2, _logaddexp2_backward, inputs=AB, saves=AB,
-                      source="d log2(2^a + 2^b)/da = 1/(1 + 2^(b - a))")
 def _xlogy_forward(a: Any, b: Any) -> np.ndarray:
     # scipy widens a Python-number operand to float64; keep the promoted tensor dtype
     out = np.asarray(special.xlogy(a, b))
@@ -355,90 +345,76 @@ def _xlogy_forward(a: Any, b: Any) -> np.ndarray:
     return out if out.dtype == dtype else out.astype(dtype)
 
 
-XLOGY = register("xlogy", _xlogy_forward, _xlogy_backward, inputs=AB, saves=AB,
-                 source="d a log b = log b da + a/b db; 0 where a == 0 and b <= 0")
-FMAX = register("fmax", np.fmax, _fmax_backward, inputs=AB, saves=AB,
-                source="g to the larger operand (input on ties), NaN operands ignored",
-                scalar=lambda s, a, b: s.where((a >= b) | (b != b), a, b), scalar_kinds=ANY_KIND)
-FMIN = register("fmin", np.fmin, _fmin_backward, inputs=AB, saves=AB,
-                source="g to the smaller operand (input on ties), NaN operands ignored",
-                scalar=lambda s, a, b: s.where((a <= b) | (b != b), a, b), scalar_kinds=ANY_KIND)
 def _heaviside_forward(input: np.ndarray, values: np.ndarray) -> np.ndarray:
     # numpy's heaviside has float loops only; PyTorch keeps the (shared) input dtype
     return np.asarray(np.heaviside(input, values)).astype(input.dtype, copy=False)
 
 
+def _same_dtypes(input: Tensor, values: Tensor) -> None:
+    if input._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes. "
+                           "Convert one first, e.g. values.to(input.dtype)")
+
+
+# ----- binary ops (Note [Declaring an op once] in declare.py) -----------------------------
+
+copysign = binary_op(
+    "copysign", np.copysign, _copysign_backward, saves=("a", "out"),
+    source="d copysign(a, b)/da = copysign(a, b)/a (0 at a == 0); 0 for b",
+    scalar=lambda s, a, b: s.copysign(a, b), numbers="other", to_float=True,
+    doc="|input| with the sign of other (-0.0 counts as negative); a float result.")
+hypot = binary_op(
+    "hypot", np.hypot, _hypot_backward, saves=("a", "b", "out"),
+    source="d sqrt(a^2 + b^2) = (a da + b db) / hypot", scalar=lambda s, a, b: s.hypot(a, b),
+    to_float=True, require_float="hypot_cpu",
+    doc="sqrt(input^2 + other^2) without overflow. Raises NotImplementedError for integers.")
+logaddexp = binary_op(
+    "logaddexp", np.logaddexp, _logaddexp_backward, saves=AB,
+    source="d log(e^a + e^b)/da = 1/(1 + e^(b - a))", to_float=True,
+    require_float="logaddexp_cpu",
+    doc="log(exp(input) + exp(other)) without overflow. NotImplementedError for integers.")
+logaddexp2 = binary_op(
+    "logaddexp2", np.logaddexp2, _logaddexp2_backward, saves=AB,
+    source="d log2(2^a + 2^b)/da = 1/(1 + 2^(b - a))", to_float=True,
+    require_float="logaddexp2_cpu",
+    doc="log2(2^input + 2^other) without overflow. NotImplementedError for integers.")
+xlogy = binary_op(
+    "xlogy", _xlogy_forward, _xlogy_backward, saves=AB,
+    source="d a log b = log b da + a/b db; 0 where a == 0 and b <= 0", numbers="one",
+    to_float=True,
+    doc="input * log(other), and 0 where input == 0 (unless other is NaN); either may be a "
+        "number, not both.")
+fmax = binary_op(
+    "fmax", np.fmax, _fmax_backward, saves=AB,
+    source="g to the larger operand (input on ties), NaN operands ignored",
+    scalar=lambda s, a, b: s.where((a >= b) | (b != b), a, b), scalar_kinds=ANY_KIND,
+    doc="Elementwise maximum ignoring NaN (NaN only where both are NaN); keeps integer "
+        "dtypes.")
+fmin = binary_op(
+    "fmin", np.fmin, _fmin_backward, saves=AB,
+    source="g to the smaller operand (input on ties), NaN operands ignored",
+    scalar=lambda s, a, b: s.where((a <= b) | (b != b), a, b), scalar_kinds=ANY_KIND,
+    doc="Elementwise minimum ignoring NaN (NaN only where both are NaN).")
+heaviside = binary_op(
+    "heaviside", _heaviside_forward, _heaviside_backward, inputs=("input", "values"),
+    source="PyTorch defines no derivative", operands=("input", "values"), check=_same_dtypes,
+    doc="0 where input < 0, 1 where input > 0, `values` where input == 0.\n\n"
+        "Raises RuntimeError when the dtypes differ (as PyTorch); backward raises RuntimeError.")
+nextafter = binary_op(
+    "nextafter", np.nextafter, _nextafter_backward,
+    source="PyTorch's: g to input (a one-ulp step), 0 to other", require_float="nextafter_cpu",
+    doc="The next representable value after input toward other (in input's float dtype).")
+
 IGAMMA = register("igamma", lambda a, x, sign: special.gammainc(a, x), _igamma_backward,
                   inputs=AB, saves=AB, source="regularized lower incomplete gamma P(a, x)")
 IGAMMAC = register("igammac", lambda a, x, sign: special.gammaincc(a, x), _igamma_backward,
                    inputs=AB, saves=AB, source="regularized upper incomplete gamma Q(a, x)")
-HEAVISIDE = register("heaviside", _heaviside_forward, _heaviside_backward,
-                     inputs=("input", "values"), source="PyTorch defines no derivative")
-NEXTAFTER = register("nextafter", np.nextafter, _nextafter_backward, inputs=AB,
-                     source="PyTorch's: g to input (a one-ulp step), 0 to other")
-
-
-def _float_binary(op: Any, input: Any, other: Any, tensor_other: bool) -> Tensor:
-    """A float-valued binary op (integers give the default float dtype); `tensor_other`:
-    PyTorch takes no Number as the second operand (TypeError)."""
-    require_tensor(op.name, input)
-    if tensor_other:
-        require_tensor(op.name, other, "other", 2)
-    return binary(op, input, other, to_float=True)
-
-
-def copysign(input: Tensor, other: Any) -> Tensor:
-    """|input| with the sign of other (-0.0 counts as negative); a float result."""
-    return _float_binary(COPYSIGN, input, other, tensor_other=False)
-
-
-def hypot(input: Tensor, other: Tensor) -> Tensor:
-    """sqrt(input^2 + other^2) without overflow. Raises NotImplementedError for integers."""
-    require_tensor("hypot", other, "other", 2)
-    _refuse_integers("hypot_cpu", input, other)
-    return _float_binary(HYPOT, input, other, tensor_other=True)
-
-
-def logaddexp(input: Tensor, other: Tensor) -> Tensor:
-    """log(exp(input) + exp(other)) without overflow. NotImplementedError for integers."""
-    require_tensor("logaddexp", other, "other", 2)
-    _refuse_integers("logaddexp_cpu", input, other)
-    return _float_binary(LOGADDEXP, input, other, tensor_other=True)
-
-
-def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
-    """log2(2^input + 2^other) without overflow. NotImplementedError for integers."""
-    require_tensor("logaddexp2", other, "other", 2)
-    _refuse_integers("logaddexp2_cpu", input, other)
-    return _float_binary(LOGADDEXP2, input, other, tensor_other=True)
-
-
-def xlogy(input: Any, other: Any) -> Tensor:
-    """input * log(other), and 0 where input == 0 (unless other is NaN); either may be a
-    number, not both."""
-    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError("xlogy(): at least one of 'input' and 'other' must be a Tensor")
-    return binary(XLOGY, input, other, to_float=True)
 
 
 def _refuse_integers(kernel: str, *operands: Any) -> None:
     rd = result_dtype(*[as_tensor_operand(x) for x in operands])
     if not rd.is_floating_point:
         raise not_implemented_for(kernel, rd.np)
-
-
-def fmax(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise maximum ignoring NaN (NaN only where both are NaN); keeps integer dtypes."""
-    require_tensor("fmax", input)
-    require_tensor("fmax", other, "other", 2)
-    return binary(FMAX, input, other)
-
-
-def fmin(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise minimum ignoring NaN (NaN only where both are NaN)."""
-    require_tensor("fmin", input)
-    require_tensor("fmin", other, "other", 2)
-    return binary(FMIN, input, other)
 
 
 def igamma(input: Tensor, other: Tensor) -> Tensor:
@@ -460,27 +436,6 @@ def _incomplete_gamma(op: Any, input: Tensor, other: Tensor, sign: float) -> Ten
     require_tensor(op.name, other, "other", 2)
     _refuse_integers(f"{op.name}_cpu", input, other)
     return binary(op, input, other, sign=sign)
-
-
-def heaviside(input: Tensor, values: Tensor) -> Tensor:
-    """0 where input < 0, 1 where input > 0, `values` where input == 0.
-
-    Raises RuntimeError when the dtypes differ (as PyTorch); backward raises RuntimeError.
-    """
-    require_tensor("heaviside", input)
-    require_tensor("heaviside", values, "values", 2)
-    if input._data.dtype != values._data.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes. "
-                           "Convert one first, e.g. values.to(input.dtype)")
-    return binary(HEAVISIDE, input, values)
-
-
-def nextafter(input: Tensor, other: Tensor) -> Tensor:
-    """The next representable value after input toward other (in input's float dtype)."""
-    require_tensor("nextafter", input)
-    require_tensor("nextafter", other, "other", 2)
-    _refuse_integers("nextafter_cpu", input, other)
-    return binary(NEXTAFTER, input, other)
 
 
 def float_power(input: Any, exponent: Any) -> Tensor:
@@ -536,13 +491,11 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
                        Tensor._make(np.asarray(exponent, np.int32)))
 
 
-__all__ = ["polygamma", "deg2rad", "rad2deg", "sgn", "positive", "copysign", "hypot",
-           "logaddexp", "logaddexp2", "xlogy", "fmax", "fmin", "heaviside", "nextafter",
-           "float_power", "ldexp", "frexp", "igamma", "igammac", "mvlgamma", *exported(__name__)]
+__all__ = ["polygamma", "deg2rad", "rad2deg", "sgn", "positive", "float_power", "ldexp", "frexp",
+           "igamma", "igammac", "mvlgamma", *exported(__name__)]
 
-_SAME_NAME = ("deg2rad", "rad2deg", "sgn", "positive", "copysign", "hypot", "logaddexp",
-              "logaddexp2", "xlogy", "fmax", "fmin", "heaviside", "nextafter", "float_power",
-              "ldexp", "frexp", "igamma", "igammac", "mvlgamma")
+_SAME_NAME = ("deg2rad", "rad2deg", "sgn", "positive", "float_power", "ldexp", "frexp",
+              "igamma", "igammac", "mvlgamma")
 METHODS: dict[str, Any] = {name: globals()[name] for name in _SAME_NAME}
 METHODS["polygamma"] = lambda self, n: polygamma(n, self)  # Tensor.polygamma(n)
 METHODS["float_power_"] = float_power_

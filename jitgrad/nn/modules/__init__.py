@@ -1,33 +1,7 @@
 """The layer classes of `jitgrad.nn`, one concept per file (as torch/nn/modules)."""
 
-from jitgrad.nn.modules.activation import (
-    CELU,
-    ELU,
-    GELU,
-    GLU,
-    SELU,
-    Hardshrink,
-    Hardsigmoid,
-    Hardswish,
-    Hardtanh,
-    LeakyReLU,
-    LogSigmoid,
-    LogSoftmax,
-    Mish,
-    ReLU,
-    ReLU6,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Softmin,
-    Softplus,
-    Softshrink,
-    Softsign,
-    Tanh,
-    Tanhshrink,
-    Threshold,
-)
-from jitgrad.nn.modules.attention import MultiheadAttention
+from jitgrad.nn.modules.activation import *  # noqa: F403 - ReLU, ELU, GELU, ...
+from jitgrad.nn.modules.activation import __all__ as _activation_all
 from jitgrad.nn.modules.batchnorm import (
     BatchNorm1d,
     BatchNorm2d,
@@ -74,16 +48,14 @@ from jitgrad.nn.modules.transformer import (
     TransformerEncoderLayer,
 )
 
-__all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "ReLU",
-           "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh", "ReLU6", "Softplus", "LogSigmoid",
-           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Hardsigmoid", "Hardswish", "Mish", "SELU",
-           "CELU", "Threshold", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink", "Softmin",
-           "GLU", "Flatten",
+__all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
-           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer", *_sampling_all,
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
-           "ParameterDict", "MaxPool1d", "AvgPool1d", "EmbeddingBag", "LazyLinear"]
+           "ParameterDict", "MaxPool1d", "AvgPool1d", "EmbeddingBag", "LazyLinear",
+           *_activation_all]
+del _activation_all  # only for __all__

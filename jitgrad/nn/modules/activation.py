@@ -1,162 +1,29 @@
-"""Activation modules (torch.nn.ReLU, GELU, ...): thin wrappers over `jitgrad.nn.functional`.
+"""Activation modules (torch.nn.ReLU, GELU, ...), made from their declarations.
 
-Each stores its options, calls the functional form in `forward`, and prints its options
-the way PyTorch does (`GELU(approximate='none')`, `ReLU(inplace=True)`, `Tanh()`).
-`inplace=True` (ReLU, LeakyReLU, SiLU, ELU, SELU, CELU, Threshold, Hardsigmoid, ...)
-overwrites the input, as in PyTorch.
+Each activation exposed by an `NNForm` with a module name (Note [Declaring an op once] in
+jitgrad/eager/ops/declare.py) gets its class here, as PyTorch's: the constructor takes
+the activation's parameters with PyTorch's defaults (and `inplace=False` where PyTorch
+has it) and stores each under its own name, `forward` calls the functional form of
+jitgrad.nn.functional, and `extra_repr` prints as PyTorch's (`ELU(alpha=1.0,
+inplace=True)`, `GELU(approximate='none')`, `Hardshrink(0.5)`, `Tanh()`, and nothing for
+Hardsigmoid and Hardswish, which print no options in PyTorch). `__init__` and `forward`
+are Python functions with real signatures (`declare.define`), so the
+tracer inlines `forward` as it does any module's. A form declared later (a user's op) gets
+its class here and in jitgrad.nn at once.
+
+Softmax, LogSoftmax, Softmin and GLU take a `dim` and stay hand-written.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
+from jitgrad.eager.ops.declare import REQUIRED, NNForm, define, watch_nn_forms
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.nn import functional_activation
 from jitgrad.nn.modules.attention import MultiheadAttention  # torch keeps it here
 from jitgrad.nn.modules.module import Module
-
-
-def _inplace_repr(inplace: bool) -> str:
-    return "inplace=True" if inplace else ""
-
-
-class ReLU(Module):
-    """max(x, 0) elementwise; any shape, dtype kept."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return input.relu_() if self.inplace else F.relu(input)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
-class LeakyReLU(Module):
-    """x if x >= 0 else negative_slope * x, elementwise."""
-
-    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
-
-
-class GELU(Module):
-    """x * Phi(x) elementwise; approximate='tanh' uses the tanh form (Hendrycks & Gimpel 2016)."""
-
-    def __init__(self, approximate: str = "none") -> None:
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.gelu(input, approximate=self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
-
-
-class SiLU(Module):
-    """x * sigmoid(x) elementwise (also called swish)."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.silu(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
-class ELU(Module):
-    """x if x > 0 else alpha * (exp(x) - 1), elementwise (Clevert et al. 2016)."""
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
-
-
-class Hardtanh(Module):
-    """x clamped to [min_val, max_val] elementwise (gradient 0 outside, and at the bounds)."""
-
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.min_val = min_val
-        self.max_val = max_val
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-    def extra_repr(self) -> str:
-        return (f"min_val={self.min_val}, max_val={self.max_val}"
-                + (", inplace=True" if self.inplace else ""))
-
-
-class ReLU6(Module):
-    """min(max(x, 0), 6) elementwise."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.relu6(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
-class Softplus(Module):
-    """log(1 + exp(beta * x)) / beta elementwise; x itself where beta * x > threshold."""
-
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
-        super().__init__()
-        self.beta = beta
-        self.threshold = threshold
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softplus(input, self.beta, self.threshold)
-
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}, threshold={self.threshold}"
-
-
-class LogSigmoid(Module):
-    """log(sigmoid(x)) elementwise, computed stably."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.logsigmoid(input)
-
-
-class Tanh(Module):
-    """tanh elementwise."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return input.tanh()
-
-
-class Sigmoid(Module):
-    """1 / (1 + exp(-x)) elementwise."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return input.sigmoid()
 
 
 class Softmax(Module):
@@ -187,114 +54,6 @@ class LogSoftmax(Module):
         return f"dim={self.dim}"
 
 
-class _Elementwise(Module):
-    """An activation without options other than PyTorch's `inplace` flag; subclasses name
-    their `function(input, inplace)` of jitgrad.nn.functional."""
-
-    function: Any
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return type(self).function(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
-class Hardsigmoid(_Elementwise):
-    """relu6(x + 3) / 6 elementwise."""
-
-    function = staticmethod(F.hardsigmoid)
-
-
-class Hardswish(_Elementwise):
-    """x relu6(x + 3) / 6 elementwise."""
-
-    function = staticmethod(F.hardswish)
-
-
-class Mish(_Elementwise):
-    """x tanh(softplus(x)) elementwise."""
-
-    function = staticmethod(F.mish)
-
-
-class SELU(_Elementwise):
-    """scale * elu(x, alpha) with the self-normalizing constants (Klambauer et al. 2017)."""
-
-    function = staticmethod(F.selu)
-
-
-class CELU(Module):
-    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)) elementwise."""
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.celu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
-
-
-class Threshold(Module):
-    """x where x > threshold, else value, elementwise."""
-
-    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
-        super().__init__()
-        self.threshold = threshold
-        self.value = value
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.threshold(input, self.threshold, self.value, self.inplace)
-
-    def extra_repr(self) -> str:
-        return (f"threshold={self.threshold}, value={self.value}"
-                + (", inplace=True" if self.inplace else ""))
-
-
-class Softsign(Module):
-    """x / (1 + |x|) elementwise."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softsign(input)
-
-
-class Tanhshrink(Module):
-    """x - tanh(x) elementwise."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.tanhshrink(input)
-
-
-class Hardshrink(Module):
-    """x where |x| > lambd, else 0."""
-
-    def __init__(self, lambd: float = 0.5) -> None:
-        super().__init__()
-        self.lambd = lambd
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.hardshrink(input, self.lambd)
-
-    def extra_repr(self) -> str:
-        return f"{self.lambd}"
-
-
-class Softshrink(Hardshrink):
-    """x - lambd above lambd, x + lambd below -lambd, else 0."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softshrink(input, self.lambd)
-
-
 class Softmin(Softmax):
     """softmax(-x) along `dim`."""
 
@@ -316,8 +75,66 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-__all__ = ["MultiheadAttention", "ReLU", "LeakyReLU", "GELU", "SiLU", "ELU", "Hardtanh",
-           "ReLU6", "Softplus",
-           "LogSigmoid", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Hardsigmoid", "Hardswish",
-           "Mish", "SELU", "CELU", "Threshold", "Softsign", "Tanhshrink", "Hardshrink",
-           "Softshrink", "Softmin", "GLU"]
+__all__ = ["MultiheadAttention", "Softmax", "LogSoftmax", "Softmin", "GLU"]
+
+
+# ----- generated classes --------------------------------------------------------------
+
+
+def _extra_repr(options: list[str], form: NNForm) -> Callable[[Module], str] | None:
+    """PyTorch's extra_repr: `alpha=1.0, inplace=True` (inplace only when set), the bare
+    value, or none."""
+    if form.extra_repr == "none" or not (options or form.inplace):
+        return None
+    if form.extra_repr == "value":
+        return lambda self: ", ".join(str(getattr(self, name)) for name in options)
+
+    def extra_repr(self: Module) -> str:
+        shown = [_option(name, getattr(self, name)) for name in options]
+        return ", ".join(shown + (["inplace=True"] if form.inplace and self.inplace else []))
+    return extra_repr
+
+
+def _option(name: str, value: object) -> str:
+    """`alpha=1.0`; a string quoted, as GELU's `approximate='none'`."""
+    return f"{name}={value!r}" if isinstance(value, str) else f"{name}={value}"
+
+
+def module_class(function: Callable[..., Tensor], form: NNForm) -> type[Module]:
+    """The Module class `form.module` of the activation `function` (its functional form in
+    jitgrad.nn.functional, PyTorch's `inplace` flag last)."""
+    params = [(p.name, p.default) for p in functional_activation.parameters(function)]
+    options = [name for name, _ in params if name != "inplace"]
+    attributes = options + (["inplace"] if form.inplace else [])
+    namespace = {"__name__": __name__, "function": function}
+    summary = (function.__doc__ or form.module).strip().splitlines()[0]
+    members: dict = {
+        "__module__": __name__, "__qualname__": form.module, "__doc__": summary,
+        "forward": define(
+            "forward", [("self", REQUIRED), ("input", REQUIRED)],
+            "return function(input" + "".join(f", self.{a}" for a in attributes) + ")",
+            namespace, f"{form.module} of `input`.")}
+    if attributes:
+        members["__init__"] = define(
+            "__init__", [("self", REQUIRED), *params], "super(cls, self).__init__()\n"
+            + "".join(f"self.{a} = {a}\n" for a in attributes), namespace,
+            f"Stores {', '.join(attributes)}.")
+    extra_repr = _extra_repr(options, form)
+    if extra_repr is not None:
+        members["extra_repr"] = extra_repr
+    for member in ("forward", "__init__", "extra_repr"):
+        if member in members:
+            members[member].__qualname__ = f"{form.module}.{member}"
+    cls = type(form.module, (Module,), members)
+    namespace["cls"] = cls
+    return cls
+
+
+def _expose(function: Callable[..., Tensor], form: NNForm) -> None:
+    if form.module is not None:
+        public = getattr(functional_activation, function.__name__)
+        functional_activation.publish(form.module, module_class(public, form),
+                                      (__name__, "jitgrad.nn.modules", "jitgrad.nn"))
+
+
+watch_nn_forms(_expose)
