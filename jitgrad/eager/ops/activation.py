@@ -142,6 +142,21 @@ silu = pointwise_op(
     require_float="silu_cpu", method=False,
     doc="x * sigmoid(x) (swish); silu'(0) = 0.5. Raises NotImplementedError for integers.",
     nn=NNForm("SiLU", inplace=True))
+def _leaky_relu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    return (xp.where(x > 0, g, g * ctx.params["negative_slope"]),)  # slope at 0
+
+
+# a primitive, not where(x > 0, x, slope * x): PyTorch's gradient is leaky_relu_backward of
+# (grad, x), so under create_graph it is connected to x (Note [Selecting backwards])
+leaky_relu = pointwise_op(
+    "leaky_relu", lambda x, negative_slope: np.where(x > 0, x, x * negative_slope),
+    _leaky_relu_backward, saves=X, source="1 above 0, negative_slope at and below 0",
+    params={"negative_slope": 0.01},
+    scalar=lambda s, x, negative_slope: s.where(x > 0, x, x * negative_slope),
+    require_float="leaky_relu_cpu", method=False,
+    doc="x for x > 0, negative_slope * x otherwise; the gradient at 0 is negative_slope.\n\n"
+        "Raises NotImplementedError for integer tensors.",
+    nn=NNForm("LeakyReLU", inplace=True, inplace_function=True))
 elu = pointwise_op(
     "elu", lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x)), _elu_backward, saves=X,
     source="Clevert et al. 2015: alpha e^x below 0", params={"alpha": 1.0},
@@ -196,15 +211,6 @@ mish = pointwise_op(
 # ----- composites: gradients and kernels come from the ops they are made of --------------
 # At edge values (±0, ±inf, NaN, subnormals, the thresholds) their values and gradients
 # are PyTorch's, up to rounding elsewhere (tests/nn/test_activation_edges.py).
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x for x > 0, negative_slope * x otherwise; the gradient at 0 is negative_slope.
-
-    Raises NotImplementedError for integer tensors.
-    """
-    _require_float(input, "leaky_relu_cpu")
-    return where(input > 0, input, input * negative_slope)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -298,7 +304,6 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 for _function, _form in (
         (relu, NNForm("ReLU", inplace=True, inplace_function=True)),
         (relu6, NNForm("ReLU6", inplace=True)),
-        (leaky_relu, NNForm("LeakyReLU", inplace=True, inplace_function=True)),
         (gelu, NNForm("GELU")),
         (softplus, NNForm("Softplus")),
         (logsigmoid, NNForm("LogSigmoid")),
@@ -312,7 +317,7 @@ for _function, _form in (
     nn_form(_function, _form)
 
 
-__all__ = ["relu", "leaky_relu", "gelu", "softplus", "logsigmoid", "relu6",
+__all__ = ["relu", "gelu", "softplus", "logsigmoid", "relu6",
            *exported(__name__)]
 
 METHODS: dict[str, Any] = {}  # Tensor.relu comes with relu from pointwise.py, sigmoid declared
