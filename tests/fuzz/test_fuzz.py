@@ -6,19 +6,18 @@ source and the diff. A bug class still open is turned off by its named generator
 in KNOWN_OPEN (its repro is in the issue's note); delete the name once the fix lands.
 
 The seeds are chosen, not a range: the suite runs from a cold kernel cache in CI, where a
-program costs its numba compilations (0 to 60 s; seeds 0-79 took 12 minutes on a busy
-2-core box), and
-11 of seeds 0-79 capture nothing (a tensor index made from a traced value runs the whole
-frame eagerly) while still paying for eager runs. SEEDS is a greedy cover weighted by cold
-cost over those of seeds 0-108 whose graphs capture at least 3 ops: every feature used at
-least FEATURE_USES times where that pool has it; plus 245 and 408 (the two cheapest of the
-45 in 0-1999 that use enable_grad_in_no_grad), 345 (a "big" program that compiles, for the
-kernels' parallel paths), 10 and 88 (error programs: compiled must raise eager's class),
+program costs its numba compilations (0 to 60 s; seeds 0-79 took 12 minutes on a busy 2-core
+box), and 11 of seeds 0-79 capture nothing (a tensor index made from a traced value runs the
+whole frame eagerly) while still paying for eager runs. SEEDS is a greedy cover weighted by
+cold cost over those of seeds 0-108 whose graphs capture at least 3 ops: every feature used
+at least FEATURE_USES times where that pool has it; plus 245 and 408 (the two cheapest of
+the 45 in 0-1999 that use enable_grad_in_no_grad), 345 (a "big" program that compiles, for
+the kernels' parallel paths), 10 and 88 (error programs: compiled must raise eager's class),
 28 and 79 (NaN through relu/clamp: seeded with a kernel maximum that drops NaN, seeds 28,
-43, 63 and 79 of 0-79 fail and none of the cover does; with exp 1e-4 too high, 18 and 19
-of the cover fail). About a quarter of the cost of seeds 0-79. Turning a
-feature off in KNOWN_OPEN changes the seeds' programs; the coverage test then names the
-features to find seeds for (`python -m tests.fuzz` prints each feature's coverage).
+43, 63 and 79 of 0-79 fail and none of the cover does; with exp 1e-4 too high, 18 and 19 of
+the cover fail). About a quarter of the cost of seeds 0-79. Turning a feature off in
+KNOWN_OPEN changes the seeds' programs; the coverage test then names the features to find
+seeds for (`python -m tests.fuzz` prints each feature's coverage).
 """
 
 import collections
