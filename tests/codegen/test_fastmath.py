@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import jitgrad as jg
-from tests.codegen.test_backend import compile_numba
+from tests.codegen.test_backend import batched, compile_numba, in_chunks
 
 DTYPES = [np.float32, np.float64]
 
@@ -81,11 +81,8 @@ def assert_identical(got, want, name):
                                   err_msg=f"{name}: sign of zero")
 
 
-def all_expressions(x):
-    results = []
-    for fn in EXPRESSIONS.values():
-        results.append(fn(x))
-    return tuple(results)
+# four kernels per dtype rather than one per expression (tests.codegen.test_backend.batched)
+all_expressions = batched(in_chunks(list(EXPRESSIONS.values()), 7))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])

@@ -13,6 +13,10 @@ import numpy as np
 BIG_SIZES = [384, 400]
 
 
+INPUT_DTYPE_FEATURES = {"float64_inputs": "float64", "int_inputs": "int64",
+                        "bool_inputs": "bool"}
+
+
 def tensor_template(g, big: bool) -> dict:
     """A random tensor argument template (see module notes)."""
     rank = g.rng.choices([0, 1, 2, 3], [1, 3, 4, 2])[0]
@@ -21,11 +25,11 @@ def tensor_template(g, big: bool) -> dict:
     syms = tuple(None if (g.rng.random() < 0.15 and not big) else i
                  for i in range(3 - rank, 3))
     dtypes = [("float32", 6)]
-    for feature, dtype, weight in (("float64_inputs", "float64", 1.5),
-                                   ("int_inputs", "int64", 1.5), ("bool_inputs", "bool", 1)):
+    for feature, weight in (("float64_inputs", 1.5), ("int_inputs", 1.5), ("bool_inputs", 1)):
         if feature in g.features:
-            dtypes.append((dtype, weight))
+            dtypes.append((INPUT_DTYPE_FEATURES[feature], weight))
     dtype = g.rng.choices([d for d, _ in dtypes], [w for _, w in dtypes])[0]
+    g.used.update(feature for feature, d in INPUT_DTYPE_FEATURES.items() if d == dtype)
     layout = "contig"
     if g.on("noncontig", 0.2) and rank >= 1:
         layout = g.rng.choice(["T", "step"] if rank >= 2 else ["step"])
