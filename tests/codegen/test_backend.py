@@ -204,10 +204,15 @@ def test_inputs_requiring_grad_compile_forward_and_backward():
 
 def test_output_code_log_shows_kernel_header_and_wrapper(caplog):
     x = jg.tensor(np.ones((2, 3), dtype=np.float32))
-    fn, _ = compile_numba(lambda a: (a + 1.0).relu().sum(0))
+
+    def program(a):
+        return (a + 1.0).relu().sum(0)
+
+    fn, _ = compile_numba(program)
     with caplog.at_level("INFO", logger="jitgrad.output_code"):
         fn(x)
     text = caplog.text
+    line = f"test_backend.py:{program.__code__.co_firstlineno + 1}"
     # the sum takes its pointwise prologue: one reduction kernel (codegen/reductions.py)
     assert "# jitgrad kernel fused_0 over [2, 3] reducing dims (0,) (sum): 3 fused node(s)" \
         in text
@@ -216,8 +221,8 @@ def test_output_code_log_shows_kernel_header_and_wrapper(caplog):
     # Tensor out
     assert "def forward(a):\n" \
            "    a_data = tensor_data(a)\n" \
-           "    sum = fused_0(a_data); del a_data  # test_backend.py:174\n" \
-           "    sum_out = tensor_of(sum); del sum  # test_backend.py:174\n" \
+           f"    sum = fused_0(a_data); del a_data  # {line}\n" \
+           f"    sum_out = tensor_of(sum); del sum  # {line}\n" \
            "    return (sum_out,)\n" in text
 
 
