@@ -50,7 +50,6 @@ FORWARD_JUMPS = JUMPS - BACKWARD_JUMPS
 UNCONDITIONAL_JUMPS = frozenset(
     OPMAP[name] for name in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
 )
-CONDITIONAL_JUMPS = JUMPS - UNCONDITIONAL_JUMPS
 
 # Instructions after which control never falls through to the next instruction.
 TERMINAL = UNCONDITIONAL_JUMPS | frozenset(

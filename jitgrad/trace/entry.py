@@ -345,7 +345,8 @@ class CompiledFunction:
         done = time.perf_counter()
         if plan is not None:
             report.record_break(break_reason)
-        report.record_graph(graph, [str(g) for g in getattr(compiled, "fusion_groups", ())])
+        groups = getattr(compiled, "fusion_groups", ())
+        report.record_graph(graph, lambda: [str(g) for g in groups])
         report.record_guards(guard_source)
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)

@@ -70,10 +70,6 @@ class Instr:
         return bc.OPMAP[self.opname]
 
     @property
-    def is_jump(self) -> bool:
-        return self.opcode in bc.JUMPS
-
-    @property
     def argrepr(self) -> str:
         """Readable argument, free of object addresses (deterministic logs and tests)."""
         op = self.opcode

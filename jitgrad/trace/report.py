@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
@@ -143,14 +144,16 @@ def recorders() -> list[ExplainOutput]:
     return _RECORDERS.active
 
 
-def record_graph(graph: Any, fusion_groups: list[str]) -> None:
-    """A compiled graph and the backend's fusion groups of it (empty for "eager"); a graph
-    without ops (a break before any tensor op) is not a graph to the user: not recorded."""
+def record_graph(graph: Any, fusion_groups: Callable[[], list[str]]) -> None:
+    """A compiled graph and the listings of the backend's fusion groups of it (empty for
+    "eager"), made by `fusion_groups()` only while an explain() records; a graph without
+    ops (a break before any tensor op) is not a graph to the user: not recorded."""
     if not any(node.op == "call_function" for node in graph.nodes):
         return
+    listings = fusion_groups() if recorders() else []
     for out in recorders():
         out.graphs.append(graph)
-        out.fusion_groups.append(fusion_groups)
+        out.fusion_groups.append(listings)
     config.logger("graph_code").info("%s", graph)
 
 

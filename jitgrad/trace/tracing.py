@@ -122,7 +122,6 @@ class TraceContext:
         self._lift_sources: dict[int, Source] = {}
         self._constants: dict[int, FakeTensor] = {}
         self._guarded: set[tuple[str, Source]] = set()
-        self._entry_grad_mode = STATE.enabled
 
     # ----- guards ---------------------------------------------------------------------
     def _guard(self, kind: str, source: Source | None, expected: Any) -> None:

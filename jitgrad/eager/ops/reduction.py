@@ -121,14 +121,6 @@ def _float_accumulator(x: np.ndarray, out_dtype: Any) -> Any:
     return out_dtype
 
 
-def _float_input(input: Tensor, name: str) -> np.ndarray:
-    data = input._data
-    if data.dtype.kind != "f":
-        raise RuntimeError(f"{name}(): input dtype should be floating point, but got "
-                           f"{input.dtype.name}; convert first, e.g. t.float().{name}(...)")
-    return data
-
-
 # ----- sum, mean, prod ----------------------------------------------------------------
 
 
