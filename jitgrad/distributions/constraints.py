@@ -11,7 +11,8 @@ from jitgrad.eager.tensor import Tensor
 
 
 class Constraint:
-    """A region of valid values; `event_dim` dims on the right form one event."""
+    """A region of valid values; `event_dim` dims on the right form one event. The base is
+    abstract, as torch's: every constraint below defines `check`."""
 
     is_discrete = False
     event_dim = 0

@@ -78,6 +78,10 @@ class Distribution:
     def event_shape(self) -> Size:
         return self._event_shape
 
+    # The abstract part of torch's interface: each distribution overrides what it has, and
+    # the rest raises NotImplementedError exactly as torch's base class does (torch's
+    # Categorical has no rsample: `Categorical(...).rsample()` raises it there too).
+
     @property
     def support(self) -> constraints.Constraint:
         raise NotImplementedError
