@@ -124,13 +124,39 @@ def test_dense_inner_loop_loads_and_stores_vectors():
     tensors = case.tensors(case.arrays(np.float32), requires_grad=False)
     fn, produced = compile_numba(user_function(case.fn, 1))
     fn(*tensors)
-    kernel = uncached_module(produced[0].kernels[0])["kernel"]
+    module = uncached_module(produced[0].kernels[0])
     data = np.linspace(-3, 3, 64, dtype=np.float32)
+    want = case.fn(jg.tensor(data)).numpy()
     out = np.empty_like(data)
     layout = np.array([[0, 1], [0, 1]], dtype=np.int64)
-    kernel(np.array([1, 64]), layout, np.zeros(2, np.int64), out, data)
-    np.testing.assert_allclose(out, case.fn(jg.tensor(data)).numpy(), rtol=2e-6, atol=1e-6)
-    assert_vectorized(optimized_ir(kernel), "float", ("load", "store"))
+    module["kernel"](np.array([1, 64]), layout, np.zeros(2, np.int64), out, data)
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-6)
+    assert_vectorized(optimized_ir(module["kernel"]), "float", ("load", "store"))
+    flat_out = np.empty_like(data)  # Note [Kernel variants]: the same statements
+    module["kernel_flat"](data.size, flat_out, data)
+    np.testing.assert_array_equal(flat_out, out)
+    assert_vectorized(optimized_ir(module["kernel_flat"]), "float", ("load", "store"))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "broadcast", "scalar", "transposed"])
+def test_a_launch_takes_the_flat_variant_only_when_every_operand_is_contiguous(layout):
+    # Note [Kernel variants]: kernel_flat for C-contiguous operands of the group's size
+    # (and 0-d ones); any other layout runs the general kernel; both agree with eager
+    rng = np.random.default_rng(5)
+    x = jg.tensor(rng.normal(size=(8, 6)).astype(np.float32))
+    y = {"contiguous": jg.tensor(rng.normal(size=(8, 6)).astype(np.float32)),
+         "broadcast": jg.tensor(rng.normal(size=(6,)).astype(np.float32)),
+         "scalar": jg.tensor(np.float32(1.5)),
+         "transposed": jg.tensor(rng.normal(size=(6, 8)).astype(np.float32)).t()}[layout]
+
+    def fn(x, y):
+        return (x * y + 1.0).tanh()
+
+    compiled, produced = compile_numba(fn)
+    np.testing.assert_allclose(compiled(x, y).numpy(), fn(x, y).numpy(), rtol=2e-6, atol=1e-6)
+    kernel = produced[0].kernels[0]
+    flat = layout in ("contiguous", "scalar")
+    assert [flat_launch for _, _, flat_launch in kernel._plans.values()] == [flat]
 
 
 def _chain(x, y):

@@ -36,9 +36,9 @@ PROGRAM = textwrap.dedent("""
     graph = produced[0]
     kernel = graph.kernels[0]
     assert graph.forward is graph.wrapper.forward, "the graph fell back to eager ops"
-    assert len(graph.kernels) == 1 and kernel._serial.signatures, "no compiled kernel"
+    assert len(graph.kernels) == 1 and kernel._flat.signatures, "no compiled kernel"
     print("kernel", kernel.path)
-    print("cache hits", sum(kernel._serial.stats.cache_hits.values()))
+    print("cache hits", sum(kernel._flat.stats.cache_hits.values()))
 """)
 
 # simulates a read-only file system under the cache directory for the process's own

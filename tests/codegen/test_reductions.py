@@ -201,8 +201,8 @@ def test_prange_twin_above_the_parallel_threshold(monkeypatch):
     assert_matches(compiled(x), fn(x), np.float32)
     kernels = [k for c in produced for k in c.kernels]
     if kernels[0]._threads > 1:  # var(1): rows; softmax(1) of (2, 4, 16): columns
-        assert kernels[0]._kernels[False, True].signatures
-        assert kernels[1]._kernels[True, True].signatures
+        assert kernels[0]._kernels["kernel_parallel"].signatures
+        assert kernels[1]._kernels["kernel_columns_parallel"].signatures
 
 
 def test_explain_and_output_code_show_reduction_kernels(caplog):
@@ -229,7 +229,7 @@ def test_leading_dims_reduce_in_the_column_variant():
     compiled, produced = compile_numba(fn)
     assert_matches(compiled(x), fn(x), np.float32)
     kernels = [k for c in produced for k in c.kernels]
-    assert len(kernels) == 3 and all(k._kernels[True, False].signatures for k in kernels)
+    assert len(kernels) == 3 and all(k._kernels["kernel_columns"].signatures for k in kernels)
 
 
 def test_a_softmax_read_only_by_a_comparison():
@@ -320,11 +320,38 @@ def test_row_kernels_vectorize_with_reassoc_on_accumulators_only(name, element, 
     compiled, produced = compile_numba(fn)
     compiled(jg.tensor(data))
     kernel = produced[0].kernels[0]
-    row_kernel = uncached_module(kernel)["kernel"]
+    module = uncached_module(kernel)
     want = fn(jg.tensor(data)).numpy()
-    out = np.empty(want.shape, np.float32)
-    *layout, variant = kernel._plan([out, data])
-    assert variant == (False, False), "the serial row variant"
-    row_kernel(*layout, kernel._scalars, out.reshape(-1), data.reshape(-1))
-    np.testing.assert_allclose(out, want, **TOLERANCES[np.float32])
-    assert_vectorized(optimized_ir(row_kernel), element, instructions)
+    *layout, variant = kernel._plan([np.empty(want.shape, np.float32), data])
+    assert variant == "kernel_rows", "a contiguous row takes the rows variant"
+    for name in ("kernel_rows", "kernel"):  # the general row variant's dense branch too
+        out = np.empty(want.shape, np.float32)
+        module[name](*layout, kernel._scalars, out.reshape(-1), data.reshape(-1))
+        np.testing.assert_allclose(out, want, **TOLERANCES[np.float32])
+        assert_vectorized(optimized_ir(module[name]), element, instructions)
+
+
+@pytest.mark.parametrize(("layout", "variant"), [
+    ("contiguous", "kernel_rows"), ("sliced_rows", "kernel_rows"),
+    ("size_one_rows", "kernel_rows"), ("two_kept_dims", "kernel"),
+    ("transposed", "kernel_columns")])
+def test_the_rows_variant_takes_dense_rows_and_reads_row_constants_once(layout, variant):
+    # Note [Reduction kernels]: one kept dim and a dense reduced dim take kernel_rows (the
+    # row mean broadcast along the reduced dim is a row constant there); kept dims that do
+    # not coalesce take the general kernel, strided rows the column variant
+    rng = np.random.default_rng(11)
+    data = rng.normal(size=(6, 40)).astype(np.float32) * 10 + 3
+    x = {"contiguous": jg.tensor(data), "sliced_rows": jg.tensor(data)[::2],
+         "transposed": jg.tensor(data.T.copy()).t(),
+         "size_one_rows": jg.tensor(data[:, :1]),
+         "two_kept_dims": jg.tensor(np.concatenate([data, data]).reshape(3, 4, 40))[:, 1:3]
+         }[layout]
+
+    def composed_variance(x):
+        return ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)
+
+    compiled, produced = compile_numba(composed_variance)
+    assert_matches(compiled(x), composed_variance(x), np.float32)
+    taken = [plan[-1] for c in produced for k in c.kernels
+             if isinstance(k, reductions.ReductionKernel) for plan in k._plans.values()]
+    assert taken == [variant, variant]
