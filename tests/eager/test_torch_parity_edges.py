@@ -102,6 +102,17 @@ def test_index_select_out_of_range_raises_torchs_class_for_the_dim(shape, dim, e
         jg.zeros(shape).index_select(dim, jg.tensor([1, 8]))
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0)])
+@pytest.mark.parametrize("op", ["index_select", "embedding"])
+def test_an_empty_table_raises_torchs_index_select_error(shape, op):
+    # torch 2.13: along a dim of size 0 "axis dim should be positive", along a non-empty
+    # dim of an empty tensor "out of DATA bounds" (embedding is index_select of the rows)
+    table, ids = jg.zeros(shape), jg.tensor([1, 8])
+    message = "axis dim should be positive" if shape[0] == 0 else "out of DATA bounds, id=8"
+    with pytest.raises(RuntimeError, match=message):
+        table.index_select(0, ids) if op == "index_select" else F.embedding(ids, table)
+
+
 # ----- in-place ops whose operand partly overlaps the target -------------------------------
 
 def _arange(*shape):

@@ -94,6 +94,24 @@ def test_target_checks_run_in_compiled_training(case):
     check_case(case, "eager", requires_grad=True)
 
 
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("shape", [(3, 0, 2), (0, 3), (2, 3), (2, 0)])
+@pytest.mark.parametrize("ids", [[5, -2], [1], []])
+def test_ids_into_rows_of_no_element_raise_only_where_eager_does(backend, shape, ids):
+    # eager never reads ids that select no element (rows of size 0) but refuses any id into
+    # a dim of size 0; the compiled lookup, whose ids are a graph input, must do the same
+    def lookup(x, i):
+        return x[i] * 2
+
+    x, i = jg.zeros(*shape), jg.tensor(ids, dtype=jg.int64)
+    expected, got = outcome(lookup, x, i), outcome(jg.compile(lookup, backend=backend), x, i)
+    if isinstance(expected, Exception):
+        assert type(got) is type(expected)
+        assert str(got).partition("\n\nfrom user code:\n")[0] == str(expected)
+    else:
+        assert tuple(got.shape) == tuple(expected.shape)
+
+
 def test_an_unused_lookup_still_checks_its_ids():
     def program(x, ids, w):
         F.embedding(ids, w)

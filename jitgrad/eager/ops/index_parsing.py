@@ -110,9 +110,31 @@ def checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:
 
 def bounds_check(dim: int, size: int) -> dict[str, Any]:
     """The `check_values` arguments of an index into a dim of `size` (negatives count from
-    the end): IndexError naming the first index out of range."""
+    the end): IndexError naming the first index out of range (PyTorch's own message for a
+    dim of size 0)."""
+    message = (f"index {{bad}} is out of bounds for dimension {dim} with size {size}" if size
+               else "index is out of bounds for dimension with size 0")
     return {"reject": "outside", "low": -size, "high": size, "error": "IndexError",
-            "message": f"index {{bad}} is out of bounds for dimension {dim} with size {size}"}
+            "message": message}
+
+
+def dim_index_error(name: str, d: int, size: int, data: np.ndarray) -> dict[str, str]:
+    """PyTorch's error for an index out of range along dim `d` (of `size`) of `data`:
+    index_select (and embedding, which is index_select of the weight's rows) along dim 0 of
+    a non-empty tensor, or of a 1-D one, raises IndexError; along a dim of size 0 its CPU
+    kernel's "axis dim should be positive"; otherwise (another dim, another dim empty) its
+    "INDICES element is out of DATA bounds"; the other ops a RuntimeError."""
+    if name != "index_select":
+        return {"error": "RuntimeError",
+                "message": f"index {{bad}} is out of bounds for dimension {d} with size {size}"}
+    if data.ndim <= 1 or (d == 0 and data.size):
+        return {"error": "IndexError", "message": "index out of range in self (index {bad} "
+                f"for dimension {d} of size {size})"}
+    if size == 0:
+        return {"error": "RuntimeError",
+                "message": "index_select(): self indexing axis dim should be positive"}
+    return {"error": "RuntimeError",
+            "message": f"INDICES element is out of DATA bounds, id={{bad}} axis_dim={size}"}
 
 
 def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple | None]:

@@ -25,7 +25,7 @@ import numpy as np
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.checks import check_array, check_values
 from jitgrad.eager.ops.creation import tensor
-from jitgrad.eager.ops.index_parsing import bounds_check, parse_index
+from jitgrad.eager.ops.index_parsing import bounds_check, dim_index_error, parse_index
 from jitgrad.eager.ops.joining import along
 from jitgrad.eager.ops.registry import OPS, apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
@@ -130,7 +130,12 @@ def getitem(input: Tensor, index: Any) -> Tensor:
             not values_known(index._data) and input._data.ndim:
         # a compiler is tracing and the ids are unknown: take rows with the ids as an op
         # input (as embedding does), so the captured graph follows new ids on every call
-        index = check_values(index, **bounds_check(0, input._data.shape[0]))
+        rows = input._data.shape[0]
+        if rows and not input._data.size:
+            # rows of no element: eager never reads the ids (index_parsing._check_arrays)
+            index = index * 0
+        else:
+            index = check_values(index, **bounds_check(0, rows))
         return apply_op(OPS["embedding"], (input, index), (input._data, index._data),
                         {"padding_idx": None})
     basic, advanced = parse_index(input._data.shape, index)
@@ -346,22 +351,8 @@ def _dim_select_index(input: Tensor, dim: int, index: Tensor, name: str) -> tupl
         return d, idx.reshape(-1).astype(np.int64, copy=False)
     size = input._data.shape[d]
     check_array(idx, reject="outside", low=0, high=size,  # negatives are out of range too
-                **_dim_index_error(name, d, size, input._data))
+                **dim_index_error(name, d, size, input._data))
     return d, np.array(idx.reshape(-1), dtype=np.int64)
-
-
-def _dim_index_error(name: str, d: int, size: int, data: np.ndarray) -> dict[str, str]:
-    """PyTorch's error for an index out of range: index_select along dim 0 (or of a 1-D
-    tensor) raises IndexError; along another dim, or dim 0 of an empty tensor, its CPU kernel's
-    RuntimeError."""
-    if name != "index_select":
-        return {"error": "RuntimeError",
-                "message": f"index {{bad}} is out of bounds for dimension {d} with size {size}"}
-    if data.ndim <= 1 or (d == 0 and data.size):
-        return {"error": "IndexError", "message": "index out of range in self (index {bad} "
-                f"for dimension {d} of size {size})"}
-    return {"error": "RuntimeError",
-            "message": f"INDICES element is out of DATA bounds, id={{bad}} axis_dim={size}"}
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:

@@ -19,6 +19,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops.checks import check_values
+from jitgrad.eager.ops.index_parsing import dim_index_error
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
 
@@ -357,9 +358,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
                            f"following scalar types: Long, Int; but got {name} instead; "
                            "convert the ids with .long()")
     rows = weight._data.shape[0]
-    checked = check_values(input, reject="outside", low=0, high=rows, error="IndexError",
-                           message=f"index out of range in self (ids must be in [0, {rows}); "
-                           "got min {min}, max {max})")
+    if weight._data.size:
+        error = {"error": "IndexError", "message": "index out of range in self (ids must be "
+                 f"in [0, {rows}); got min {{min}}, max {{max}})"}
+    else:  # PyTorch's index_select kernel checks an empty table
+        error = dim_index_error("index_select", 0, rows, weight._data)
+    checked = check_values(input, reject="outside", low=0, high=rows, **error)
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
             raise AssertionError("Padding_idx must be within num_embeddings")
