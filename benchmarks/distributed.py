@@ -26,14 +26,12 @@ import time
 
 import numpy as np
 
-from benchmarks import harness
+from benchmarks import THREAD_VARIABLES, harness
 
 SIZES = (784, 1024, 1024, 10)
 ROWS_PER_RANK = 256
 ALLREDUCE_FLOATS = (2**14, 2**18, 2**22)  # 64 KiB, 1 MiB, 16 MiB of float32
 RANK_FLAG = "--rank-part"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "NUMBA_NUM_THREADS")  # one thread per rank
 
 
 def _training_step_seconds(steps: int, rounds: int) -> dict[str, float]:

@@ -7,14 +7,9 @@ reported together with ratios between variants, never absolute figures alone.
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
-import statistics  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+import statistics
+import time
+from collections.abc import Callable
 
 # `python -m benchmarks` sets these: --quick times fewer rounds and calls (same variants),
 # and every table printed while `_tables` is a list is also appended to it for the summary.

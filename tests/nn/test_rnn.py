@@ -17,6 +17,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - PyTorch's spelling
+from jitgrad.eager.ops.recurrent import lstm_sequence
 from jitgrad.nn.modules.rnn import gru_step, lstm_step, rnn_relu_step, rnn_tanh_step
 from jitgrad.nn.utils import rnn as rnn_utils
 
@@ -206,6 +207,47 @@ def test_step_functions_pass_gradcheck(step, gates):
     state = (t(BATCH, HIDDEN), t(BATCH, HIDDEN)) if step is lstm_step else (t(BATCH, HIDDEN),)
     assert jg.autograd.gradcheck(lambda g, w, b, *s: step(g, s, w, b),
                                  (gates_x, w_hh, b_hh, *state))
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_fused_lstm_sequence_passes_gradcheck(reverse):
+    # Note [Fused recurrent layers]: the backward through time against finite differences
+    rng = np.random.default_rng(4)
+
+    def t(*shape):
+        return jg.tensor(rng.standard_normal(shape), requires_grad=True)
+
+    gates_x, h0, c0, w_hh = t(STEPS, BATCH, 4 * HIDDEN), t(BATCH, HIDDEN), t(BATCH, HIDDEN), \
+        t(4 * HIDDEN, HIDDEN)
+    assert jg.autograd.gradcheck(lambda *a: lstm_sequence(*a, reverse=reverse),
+                                 (gates_x, h0, c0, w_hh))
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bidir"])
+@pytest.mark.parametrize("dtype", [jg.float32, jg.float64], ids=["f32", "f64"])
+def test_fused_lstm_equals_the_lstm_of_step_ops(monkeypatch, bidirectional, dtype):
+    # padded input runs the fused op; the same layer as the per-step ops (which packed
+    # input of decreasing batch sizes still runs) must agree: values, gradients of every
+    # input and parameter, and second derivatives (create_graph through the fused backward)
+    jg.manual_seed(5)
+    module = nn.LSTM(IN, HIDDEN, num_layers=2, bidirectional=bidirectional).to(dtype)
+    states = 2 * (2 if bidirectional else 1)
+    x = jg.randn(STEPS + 2, BATCH, IN, dtype=dtype, requires_grad=True)
+    h0 = jg.randn(states, BATCH, HIDDEN, dtype=dtype, requires_grad=True)
+    c0 = jg.randn(states, BATCH, HIDDEN, dtype=dtype, requires_grad=True)
+    results = []
+    for fused in (True, False):
+        monkeypatch.setattr(nn.LSTM, "_fused", fused)
+        out, (h, c) = module(x, (h0, c0))
+        loss = out.sin().sum() + (h * 2).sum() + (c ** 2).sum()
+        leaves = [x, h0, c0, *module.parameters()]
+        grads = jg.autograd.grad(loss, leaves, create_graph=True)
+        second = jg.autograd.grad(sum((g * g).sum() for g in grads), [x, h0, c0])
+        results.append([out, h, c, *grads, *second])
+    tolerance = {jg.float32: 2e-5, jg.float64: 1e-12}[dtype]
+    for fused, steps in zip(*results, strict=True):
+        np.testing.assert_allclose(fused.detach().numpy(), steps.detach().numpy(),
+                                   rtol=tolerance, atol=tolerance)
 
 
 COMPILED = [Config("rnn_relu"), Config("lstm", 1, True), Config("gru", 1, False, True, True)]

@@ -55,7 +55,8 @@ def _require_float(x: Tensor, kernel: str) -> Tensor:
 # ----- forwards ---------------------------------------------------------------------
 
 
-def _sigmoid_forward(x: np.ndarray) -> np.ndarray:
+def sigmoid_forward(x: np.ndarray) -> np.ndarray:
+    """The numpy sigmoid of the declared op (also run by fused ops, recurrent.py)."""
     out = special.expit(x)  # 1 / (1 + exp(-x)) without overflow
     return out if out.dtype == x.dtype else out.astype(x.dtype)
 
@@ -131,7 +132,7 @@ def _refuse_bool_threshold(input: Tensor, threshold: Any, value: Any) -> None:
 # just below 3 (x + 3 rounds to 6), hardswish's just below 3.
 
 sigmoid = pointwise_op(
-    "sigmoid", _sigmoid_forward, _sigmoid_backward, saves=("out",), source="s' = s (1 - s)",
+    "sigmoid", sigmoid_forward, _sigmoid_backward, saves=("out",), source="s' = s (1 - s)",
     scalar=lambda s, x: s.sigmoid(x), to_float=True, inplace=True,
     doc="1 / (1 + exp(-x)), without overflow; integers give the default float dtype.\n\n"
         "Saves its output (modifying it in place before backward raises, as PyTorch).",

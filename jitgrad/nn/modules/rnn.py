@@ -22,6 +22,10 @@ Notes:
   with T steps of B rows. At step t only the first batch_sizes[t] rows advance;
   rows of sequences that ended are set aside as their final state (forward
   direction), or join with their initial state when they start (reverse).
+- An LSTM direction whose T steps all have the same batch (a padded batch) runs as
+  one fused op, `lstm_sequence` (Note [Fused recurrent layers] in
+  jitgrad/eager/ops/recurrent.py): the same equations with the time loop in numpy,
+  so eager mode does not pay ~400 op dispatches per layer.
 - `proj_size` (LSTM with projections) is refused with NotImplementedError.
 """
 
@@ -36,6 +40,7 @@ from jitgrad.eager.ops.activation import sigmoid
 from jitgrad.eager.ops.creation import empty, zeros
 from jitgrad.eager.ops.joining import cat, stack
 from jitgrad.eager.ops.pointwise import relu, tanh
+from jitgrad.eager.ops.recurrent import lstm_sequence
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn import init
@@ -141,6 +146,7 @@ class RNNBase(Module):
 
     _gate_count = 1
     _state_count = 1
+    _fused = False  # whether `_run_fused` runs a whole direction as one op
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
@@ -252,6 +258,19 @@ class RNNBase(Module):
                 raise RuntimeError(f"Expected {which} size {shape}, got {list(s.shape)}")
         return states
 
+    def _fuses(self, gates_x: Tensor, state: State, w_hh: Tensor, batch_sizes: list[int]) -> bool:
+        """Whether a direction runs as one fused op: the layer has one (LSTM), every step
+        has the same batch, and the operands share one float dtype."""
+        if not self._fused or min(batch_sizes) != max(batch_sizes):
+            return False
+        dtype = gates_x.dtype
+        return (gates_x.is_floating_point() and w_hh.dtype == dtype
+                and state[0].dtype == dtype and state[-1].dtype == dtype)
+
+    def _run_fused(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None,
+                   steps: int, reverse: bool) -> tuple[Tensor, State]:
+        raise NotImplementedError(f"{type(self).__name__} has no fused direction")
+
     def _pack_state(self, final: State) -> Any:
         return final if self._state_count == 2 else final[0]
 
@@ -270,9 +289,13 @@ class RNNBase(Module):
                 weights = [getattr(self, n) for n in names[index * per_group:][:per_group]]
                 w_ih, w_hh = weights[0], weights[1]
                 b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
-                run = run_reverse if direction else run_forward
-                output, final = run(self._step, F.linear(data, w_ih, b_ih),
-                                    tuple([s[index] for s in states]), w_hh, b_hh, batch_sizes)
+                gates_x, state = F.linear(data, w_ih, b_ih), tuple([s[index] for s in states])
+                if self._fuses(gates_x, state, w_hh, batch_sizes):
+                    output, final = self._run_fused(gates_x, state, w_hh, b_hh,
+                                                    len(batch_sizes), bool(direction))
+                else:
+                    run = run_reverse if direction else run_forward
+                    output, final = run(self._step, gates_x, state, w_hh, b_hh, batch_sizes)
                 outputs.append(output)
                 finals.append(final)
             data = outputs[0] if directions == 1 else cat(outputs, 1)
@@ -347,8 +370,21 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, proj_size, device, dtype)
 
+    _fused = True
+
     def _step(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None) -> State:
         return lstm_step(gates_x, state, w_hh, b_hh)
+
+    def _run_fused(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None,
+                   steps: int, reverse: bool) -> tuple[Tensor, State]:
+        """One direction over `steps` equal batches as `lstm_sequence`: (outputs (N, H),
+        (final h, final c))."""
+        if b_hh is not None:
+            gates_x = gates_x + b_hh
+        rows, width = gates_x.shape
+        outputs, h, c = lstm_sequence(gates_x.reshape(steps, rows // steps, width),
+                                      state[0], state[1], w_hh, reverse)
+        return outputs.reshape(rows, self.hidden_size), (h, c)
 
 
 class GRU(RNNBase):
@@ -375,6 +411,7 @@ class RNNCellBase(Module):
 
     _gate_count = 1
     _state_count = 1
+    _fused = False  # whether `_run_fused` runs a whole direction as one op
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
