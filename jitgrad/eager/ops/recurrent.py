@@ -50,10 +50,9 @@ def _lstm_sequence_forward(gates_x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
     h, c, w_t = h0, c0, w_hh.T
     for t in _steps(steps, reverse):
         a = gates_x[t] + h @ w_t
-        i = sigmoid_forward(a[:, :hidden])
-        f = sigmoid_forward(a[:, hidden:2 * hidden])
+        s = sigmoid_forward(a)  # one call for the three sigmoid gates (g's part unused)
+        i, f, o = s[:, :hidden], s[:, hidden:2 * hidden], s[:, 3 * hidden:]
         g = np.tanh(a[:, 2 * hidden:3 * hidden])
-        o = sigmoid_forward(a[:, 3 * hidden:])
         c = f * c + i * g
         h = o * np.tanh(c)
         for k, value in enumerate((h, c, i, f, g, o)):
