@@ -448,12 +448,16 @@ def _copy_node(target: Graph, joint: Graph, node: GraphNode,
     return copy
 
 
-def without_tangents(backward: Graph, absent: frozenset[int]) -> Graph:
+def without_tangents(backward: Graph, absent: frozenset[int],
+                     reach: tuple[frozenset[int], ...]) -> Graph:
     """`backward` as eager runs it when the user outputs `absent` got no gradient (Note
     [Outputs without a gradient]): what only their tangents reach is not computed, a
     gradient sum keeps its other terms, and an op mixing them with gradients that did
-    arrive (a multi-output formula) reads zeros. The placeholders stay, so the calling
-    convention does not change."""
+    arrive (a multi-output formula) reads zeros. An input gradient left with no term is
+    None, unless an output that got a gradient reaches the input (`reach`, per input):
+    then eager's formulas gave it zeros (`zero_()`'s backward, folded to a constant
+    here), and so does this graph. The placeholders stay, so the calling convention does
+    not change."""
     pruned = Graph()
     copies: dict[GraphNode, Any] = {}
     missing: set[GraphNode] = set()  # values only absent tangents reach
@@ -482,8 +486,14 @@ def without_tangents(backward: Graph, absent: frozenset[int]) -> Graph:
                     n.meta["val"].shape, n.meta["val"]._data.dtype)))
         if node not in missing or node.op == "placeholder":
             copies[node] = _copy_node(pruned, backward, node, copies)
-    pruned.output(tuple(None if g in missing else copies.get(g, g) if isinstance(g, GraphNode)
-                        else g for g in backward.output_node.args))
+    outputs = []
+    for g, sources in zip(backward.output_node.args, reach, strict=True):
+        if isinstance(g, GraphNode) and g in missing:
+            val = g.meta["val"]
+            g = pruned.get_attr("zeros", Tensor._make(np.zeros(val.shape, val._data.dtype))) \
+                if sources - absent else None
+        outputs.append(copies.get(g, g) if isinstance(g, GraphNode) else g)
+    pruned.output(tuple(outputs))
     return pruned
 
 
@@ -619,7 +629,7 @@ class CompiledRegion:
         found = self._partial.get(absent)
         if found is None:
             found = self._partial[absent] = self.compile_graph(
-                without_tangents(self.joint.backward, absent))
+                without_tangents(self.joint.backward, absent, self.joint.reach))
         return found
 
     def show(self) -> str:

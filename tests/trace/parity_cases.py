@@ -125,6 +125,26 @@ def structural_zero(x, y):
     return x * y.floor(), x * 0.0
 
 
+# gradients of constant zeros (folded out of the backward graph) that still connect an
+# input to the output the loss reads: eager gives the input zeros, not None
+def zeroed_clone_beside_another_output(x, y):
+    v = x.clone()
+    v.zero_()
+    return v * 2.0, y * 3.0 + x
+
+
+def floored_input_beside_another_output(x, y):
+    return x.floor() * y, x * 3.0
+
+
+def leaf_written_under_no_grad_then_zeroed(x, y):
+    with jg.no_grad():
+        x.mul_(0.5)
+    v = x.clone()
+    v.zero_()
+    return v.sum(), y * 2.0
+
+
 # outputs the loss does not read, behind derivatives that are infinite at 0: eager never
 # runs their backward, so no 0 * inf reaches the shared inputs (Note [Outputs without a
 # gradient] in jitgrad/codegen/autograd.py)
@@ -160,6 +180,12 @@ GRAD_NONENESS = [
     Case("multi_output_op_with_one_output_behind_sqrt", unbound_rows_one_behind_sqrt,
          options={"loss": first_output}),
     Case("product_with_zeros_behind_an_unread_root", product_behind_a_root,
+         options={"loss": first_output}),
+    Case("zeroed_clone_read_beside_an_unread_output", zeroed_clone_beside_another_output,
+         options={"loss": first_output}),
+    Case("floored_input_read_beside_an_unread_output", floored_input_beside_another_output,
+         options={"loss": first_output}),
+    Case("leaf_written_under_no_grad_then_zeroed", leaf_written_under_no_grad_then_zeroed,
          options={"loss": first_output}),
 ]
 
