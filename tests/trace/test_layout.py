@@ -76,6 +76,27 @@ def test_layout_inside_compiled_code_is_eager(name):
         assert outcome(compiled, x) == outcome(program, x)
 
 
+EMPTY_SHAPES = [(1,), (0,), (1, 0), (0, 3), (2, 0), (3, 1)]
+EMPTY_VIEWS_AND_OPS = {
+    "none_then_slice": lambda x: x[None, ..., 1:], "slice": lambda x: x[1:],
+    "unsqueeze": lambda x: x.unsqueeze(-1), "expand": lambda x: x.unsqueeze(0).expand(3, *x.shape),
+    "narrow_to_0": lambda x: x.narrow(0, 0, 0), "reshape": lambda x: x.reshape(-1),
+    "add": lambda x: x + 1, "sum_keepdim": lambda x: x.sum(0, keepdim=True),
+    "cat": lambda x: jg.cat([x, x]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_VIEWS_AND_OPS))
+def test_layout_of_empty_and_size_one_results_inside_compiled_code_is_eager(name):
+    # an empty view shares no memory with its base, so the shape/dtype rule cannot tell it
+    # is a view by looking; it must still get the strides eager's view has (fuzz 603356)
+    program = layout_program(EMPTY_VIEWS_AND_OPS[name])
+    compiled = jg.compile(program)
+    for shape in EMPTY_SHAPES:
+        x = jg.zeros(*shape)
+        assert outcome(compiled, x) == outcome(program, x), shape
+
+
 def test_fresh_contiguous_input_reports_its_strides():
     def program(x):
         return x.stride(), x.is_contiguous(), x.storage_offset(), (x * 2).stride()

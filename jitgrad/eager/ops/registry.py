@@ -137,9 +137,10 @@ class OpDef:
             arrays = tuple(np.broadcast_to(_META_FILL[x.dtype.kind == "f"](x.dtype), x.shape)
                            if isinstance(x, TensorMeta) else x for x in inputs)
             outs = self._outputs(self.forward(*arrays, **params))
-            if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a)
+            if any(isinstance(a, np.ndarray) and (np.may_share_memory(o, a) or not o.size)
                    for o in outs for a in arrays) or not _all_c_contiguous(outs, ()):
-                # a view (its strides are the input's) or a result to lay out
+                # a view (its strides are the input's; an empty one shares no memory to
+                # tell) or a result to lay out
                 outs = self._forward_on_layouts(inputs, params)
         metas = tuple(TensorMeta.of(o) for o in outs)
         return metas[0] if self.num_outputs == 1 else metas
@@ -148,6 +149,8 @@ class OpDef:
         arrays = tuple(x.zeros() if isinstance(x, TensorMeta) else x for x in inputs)
         with np.errstate(all="ignore"):  # zeros: log(0), 0/0 are fine here
             outs = self._outputs(self.forward(*arrays, **params))
+        if _all_c_contiguous(outs, arrays):  # as apply_op: the forward's own layout
+            return outs
         return tuple(result_layout(self, arrays, params, o) for o in outs)
 
     def _outputs(self, out: Any) -> tuple:
