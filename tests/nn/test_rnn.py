@@ -17,7 +17,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - PyTorch's spelling
-from jitgrad.eager.ops.recurrent import lstm_sequence
+from jitgrad.eager.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
 from jitgrad.nn.modules.rnn import gru_step, lstm_step, rnn_relu_step, rnn_tanh_step
 from jitgrad.nn.utils import rnn as rnn_utils
 
@@ -209,42 +209,69 @@ def test_step_functions_pass_gradcheck(step, gates):
                                  (gates_x, w_hh, b_hh, *state))
 
 
-@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
-def test_fused_lstm_sequence_passes_gradcheck(reverse):
-    # Note [Fused recurrent layers]: the backward through time against finite differences
-    rng = np.random.default_rng(4)
+def _sequence_inputs(gates, states, seed=4):
+    rng = np.random.default_rng(seed)
 
     def t(*shape):
         return jg.tensor(rng.standard_normal(shape), requires_grad=True)
 
-    gates_x, h0, c0, w_hh = t(STEPS, BATCH, 4 * HIDDEN), t(BATCH, HIDDEN), t(BATCH, HIDDEN), \
-        t(4 * HIDDEN, HIDDEN)
-    assert jg.autograd.gradcheck(lambda *a: lstm_sequence(*a, reverse=reverse),
-                                 (gates_x, h0, c0, w_hh))
+    return [t(STEPS, BATCH, gates * HIDDEN)] + [t(BATCH, HIDDEN) for _ in range(states)] + \
+        [t(gates * HIDDEN, HIDDEN)]
 
 
-@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bidir"])
+FUSED_SEQUENCES = {
+    "lstm": lambda reverse: (lambda *a: lstm_sequence(*a, reverse=reverse),
+                             _sequence_inputs(4, 2)),
+    "gru": lambda reverse: (lambda *a: gru_sequence(*a, reverse=reverse),
+                            _sequence_inputs(3, 1) + [jg.tensor(np.linspace(-1, 1, HIDDEN),
+                                                                requires_grad=True)]),
+    "rnn_tanh": lambda reverse: (lambda *a: rnn_sequence(*a, reverse=reverse),
+                                 _sequence_inputs(1, 1)),
+    "rnn_relu": lambda reverse: (lambda *a: rnn_sequence(*a, reverse=reverse, relu=True),
+                                 _sequence_inputs(1, 1)),
+}
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("kind", sorted(FUSED_SEQUENCES))
+def test_fused_sequences_pass_gradcheck(kind, reverse):
+    # Note [Fused recurrent layers]: the backward through time against finite differences
+    fn, inputs = FUSED_SEQUENCES[kind](reverse)
+    assert jg.autograd.gradcheck(fn, tuple(inputs))
+
+
+FUSED_LAYERS = {"lstm": lambda: nn.LSTM(IN, HIDDEN, num_layers=2, bidirectional=True),
+                "lstm_uni": lambda: nn.LSTM(IN, HIDDEN, num_layers=2),
+                "gru": lambda: nn.GRU(IN, HIDDEN, num_layers=2, bidirectional=True),
+                "gru_no_bias": lambda: nn.GRU(IN, HIDDEN, bias=False),
+                "rnn_tanh": lambda: nn.RNN(IN, HIDDEN, num_layers=2, bidirectional=True),
+                "rnn_relu": lambda: nn.RNN(IN, HIDDEN, nonlinearity="relu", bidirectional=True)}
+
+
 @pytest.mark.parametrize("dtype", [jg.float32, jg.float64], ids=["f32", "f64"])
-def test_fused_lstm_equals_the_lstm_of_step_ops(monkeypatch, bidirectional, dtype):
+@pytest.mark.parametrize("kind", sorted(FUSED_LAYERS))
+def test_fused_layers_equal_the_layers_of_step_ops(monkeypatch, kind, dtype):
     # padded input runs the fused op; the same layer as the per-step ops (which packed
     # input of decreasing batch sizes still runs) must agree: values, gradients of every
     # input and parameter, and second derivatives (create_graph through the fused backward)
     jg.manual_seed(5)
-    module = nn.LSTM(IN, HIDDEN, num_layers=2, bidirectional=bidirectional).to(dtype)
-    states = 2 * (2 if bidirectional else 1)
+    module = FUSED_LAYERS[kind]().to(dtype)
+    lstm = isinstance(module, nn.LSTM)
+    states = module.num_layers * (2 if module.bidirectional else 1)
     x = jg.randn(STEPS + 2, BATCH, IN, dtype=dtype, requires_grad=True)
-    h0 = jg.randn(states, BATCH, HIDDEN, dtype=dtype, requires_grad=True)
-    c0 = jg.randn(states, BATCH, HIDDEN, dtype=dtype, requires_grad=True)
+    hx = [jg.randn(states, BATCH, HIDDEN, dtype=dtype, requires_grad=True)
+          for _ in range(2 if lstm else 1)]
     results = []
     for fused in (True, False):
-        monkeypatch.setattr(nn.LSTM, "_fused", fused)
-        out, (h, c) = module(x, (h0, c0))
-        loss = out.sin().sum() + (h * 2).sum() + (c ** 2).sum()
-        leaves = [x, h0, c0, *module.parameters()]
+        monkeypatch.setattr(type(module), "_fused", fused)
+        out, final = module(x, tuple(hx) if lstm else hx[0])
+        final = final if lstm else (final,)
+        loss = out.sin().sum() + sum((f * (k + 2)).pow(2).sum() for k, f in enumerate(final))
+        leaves = [x, *hx, *module.parameters()]
         grads = jg.autograd.grad(loss, leaves, create_graph=True)
-        second = jg.autograd.grad(sum((g * g).sum() for g in grads), [x, h0, c0])
-        results.append([out, h, c, *grads, *second])
-    tolerance = {jg.float32: 2e-5, jg.float64: 1e-12}[dtype]
+        second = jg.autograd.grad(sum((g * g).sum() for g in grads), [x, *hx])
+        results.append([out, *final, *grads, *second])
+    tolerance = {jg.float32: 3e-5, jg.float64: 1e-12}[dtype]
     for fused, steps in zip(*results, strict=True):
         np.testing.assert_allclose(fused.detach().numpy(), steps.detach().numpy(),
                                    rtol=tolerance, atol=tolerance)

@@ -22,10 +22,10 @@ Notes:
   with T steps of B rows. At step t only the first batch_sizes[t] rows advance;
   rows of sequences that ended are set aside as their final state (forward
   direction), or join with their initial state when they start (reverse).
-- An LSTM direction whose T steps all have the same batch (a padded batch) runs as
-  one fused op, `lstm_sequence` (Note [Fused recurrent layers] in
-  jitgrad/eager/ops/recurrent.py): the same equations with the time loop in numpy,
-  so eager mode does not pay ~400 op dispatches per layer.
+- A direction whose T steps all have the same batch (a padded batch) runs as one
+  fused op, `lstm_sequence`, `gru_sequence` or `rnn_sequence` (Note [Fused recurrent
+  layers] in jitgrad/eager/ops/recurrent.py): the same equations with the time loop
+  in numpy, so eager mode does not pay ~400 op dispatches per layer.
 - `proj_size` (LSTM with projections) is refused with NotImplementedError.
 """
 
@@ -40,7 +40,7 @@ from jitgrad.eager.ops.activation import sigmoid
 from jitgrad.eager.ops.creation import empty, zeros
 from jitgrad.eager.ops.joining import cat, stack
 from jitgrad.eager.ops.pointwise import relu, tanh
-from jitgrad.eager.ops.recurrent import lstm_sequence
+from jitgrad.eager.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn import functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.nn import init
@@ -349,10 +349,23 @@ class RNN(RNNBase):
         super().__init__(f"RNN_{nonlinearity.upper()}", input_size, hidden_size, num_layers,
                          bias, batch_first, dropout, bidirectional, device=device, dtype=dtype)
 
+    _fused = True
+
     def _step(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None) -> State:
         if self.nonlinearity == "tanh":
             return rnn_tanh_step(gates_x, state, w_hh, b_hh)
         return rnn_relu_step(gates_x, state, w_hh, b_hh)
+
+    def _run_fused(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None,
+                   steps: int, reverse: bool) -> tuple[Tensor, State]:
+        """One direction over `steps` equal batches as `rnn_sequence`: (outputs (N, H),
+        (final h,))."""
+        if b_hh is not None:
+            gates_x = gates_x + b_hh
+        rows, width = gates_x.shape
+        outputs, h = rnn_sequence(gates_x.reshape(steps, rows // steps, width), state[0], w_hh,
+                                  reverse, self.nonlinearity == "relu")
+        return outputs.reshape(rows, width), (h,)
 
 
 class LSTM(RNNBase):
@@ -398,8 +411,26 @@ class GRU(RNNBase):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device=device, dtype=dtype)
 
+    _fused = True
+
     def _step(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None) -> State:
         return gru_step(gates_x, state, w_hh, b_hh)
+
+    def _run_fused(self, gates_x: Tensor, state: State, w_hh: Tensor, b_hh: Tensor | None,
+                   steps: int, reverse: bool) -> tuple[Tensor, State]:
+        """One direction over `steps` equal batches as `gru_sequence`: (outputs (N, H),
+        (final h,)); the r and z hidden biases join the input projection, b_hn stays inside
+        r's product."""
+        hidden = self.hidden_size
+        if b_hh is None:
+            b_hn = zeros(hidden, dtype=gates_x.dtype)
+        else:
+            gates_x = gates_x + cat([b_hh[:2 * hidden], zeros(hidden, dtype=b_hh.dtype)])
+            b_hn = b_hh[2 * hidden:]
+        rows, width = gates_x.shape
+        outputs, h = gru_sequence(gates_x.reshape(steps, rows // steps, width), state[0], w_hh,
+                                  b_hn, reverse)
+        return outputs.reshape(rows, hidden), (h,)
 
 
 class RNNCellBase(Module):
@@ -411,7 +442,6 @@ class RNNCellBase(Module):
 
     _gate_count = 1
     _state_count = 1
-    _fused = False  # whether `_run_fused` runs a whole direction as one op
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
