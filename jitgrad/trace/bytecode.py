@@ -77,6 +77,10 @@ GENERATOR_FLAGS = (
     | inspect.CO_ASYNC_GENERATOR
     | inspect.CO_ITERABLE_COROUTINE
 )
+# A generator's code (its calls are traced lazily, Note [Generators] in translator.py), and
+# the coroutine kinds the tracer does not inline.
+GENERATOR_FLAG = inspect.CO_GENERATOR
+COROUTINE_FLAGS = GENERATOR_FLAGS & ~inspect.CO_GENERATOR
 
 # `BINARY_OP n`: n indexes this table of (NB_* name, operator symbol); 13.. are in-place.
 BINARY_OPS: list[tuple[str, str]] = list(dis._nb_ops)  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
     DictVar,
+    GeneratorVar,
     GradModeExitVar,
     GradModeVar,
     IteratorVar,
@@ -117,13 +118,29 @@ def wrap_result(tx: Any, value: Any) -> Var:
     return ConstVar(value)
 
 
+def next_item(tx: Any, iterator: Var) -> Var | None:
+    """The next item of an iterator Var (FOR_ITER), or None when it is exhausted; a
+    generator runs to its next yield (Note [Generators] in translator.py)."""
+    if isinstance(iterator, GeneratorVar):
+        location = tx.ctx.recorder.location
+        item = iterator.frame.next_item()
+        tx.ctx.recorder.location = location
+        return item
+    assert isinstance(iterator, IteratorVar), "GET_ITER pushes an IteratorVar or GeneratorVar"
+    if iterator.position < len(iterator.items):
+        iterator.position += 1
+        return iterator.items[iterator.position - 1]
+    return None
+
+
 def unpack_iterable(tx: Any, var: Var) -> list[Var]:
     """The items of an iterable Var (loops over them are unrolled)."""
     if isinstance(var, (TupleVar, ListVar)):
         return list(var.items)
-    if isinstance(var, IteratorVar):
-        items = var.items[var.position:]
-        var.position = len(var.items)
+    if isinstance(var, (IteratorVar, GeneratorVar)):  # what is left of it, in order
+        items = []
+        while (item := next_item(tx, var)) is not None:
+            items.append(item)
         return items
     if isinstance(var, DictVar):
         return [ConstVar(k) for k in var.items]
@@ -612,12 +629,70 @@ def _builtin_enumerate(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 
 def _builtin_iter(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     (value,) = args
-    return value if isinstance(value, IteratorVar) else IteratorVar(unpack_iterable(tx, value))
+    if isinstance(value, (IteratorVar, GeneratorVar)):
+        return value
+    return IteratorVar(unpack_iterable(tx, value))
+
+
+def _builtin_next(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    iterator = args[0]
+    if not isinstance(iterator, (IteratorVar, GeneratorVar)):
+        raise Unsupported("UNSUPPORTED_CALL", f"next() of a {type(iterator).__name__}")
+    item = next_item(tx, iterator)
+    if item is not None:
+        return item
+    if len(args) > 1:
+        return args[1]
+    raise Unsupported("RAISE", "next() of an exhausted iterator raises StopIteration")
+
+
+def _short_circuit(stop_on: bool) -> Any:
+    """any (stop_on True) / all (False): items are taken one at a time and the iteration
+    stops at the first that decides, as the builtin stops a generator there."""
+    def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        (iterable,) = args
+        iterator = iterable if isinstance(iterable, (IteratorVar, GeneratorVar)) else \
+            IteratorVar(unpack_iterable(tx, iterable))
+        while (item := next_item(tx, iterator)) is not None:
+            if truth(tx, item) is stop_on:
+                return ConstVar(stop_on)
+        return ConstVar(not stop_on)
+    return apply
+
+
+def _consuming(fn: Any) -> Any:
+    """A builtin that consumes an iterable argument whole (sum, min, max, sorted): an
+    iterator or generator is run to its end first, in order, then fn applies."""
+    constant_fn = _constant_builtin(fn)
+
+    def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        args = [ListVar(unpack_iterable(tx, a)) if isinstance(a, (IteratorVar, GeneratorVar))
+                else a for a in args]
+        return constant_fn(tx, args, kwargs)
+    return apply
 
 
 def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    columns = [unpack_iterable(tx, a) for a in args]
-    return TupleVar([TupleVar(list(row)) for row in zip(*columns, strict=False)])
+    """Rows taken one item per iterable at a time, up to the first exhausted one, as zip
+    does: a generator among them (even an endless one) stops where zip stops it."""
+    if "strict" in kwargs and constant(tx, kwargs["strict"]):
+        columns = [unpack_iterable(tx, a) for a in args]
+        if len({len(c) for c in columns}) > 1:
+            raise Unsupported("RAISE", "zip(strict=True) of iterables of different lengths "
+                              "raises ValueError")
+        return TupleVar([TupleVar(list(row)) for row in zip(*columns, strict=True)])
+    iterators = [a if isinstance(a, (IteratorVar, GeneratorVar)) else
+                 IteratorVar(unpack_iterable(tx, a)) for a in args]
+    rows: list[Var] = []
+    while iterators:
+        row = []
+        for iterator in iterators:
+            item = next_item(tx, iterator)
+            if item is None:
+                return TupleVar(rows)
+            row.append(item)
+        rows.append(TupleVar(row))
+    return TupleVar(rows)
 
 
 def _builtin_container(kind: type) -> Any:
@@ -681,10 +756,15 @@ BUILTINS: dict[Any, Any] = {
     builtins.hasattr: _builtin_hasattr,
     builtins.print: _builtin_print,
 }
-for _fn in (builtins.abs, builtins.min, builtins.max, builtins.int, builtins.float,
-            builtins.bool, builtins.str, builtins.round, builtins.divmod, builtins.sum,
-            builtins.pow, builtins.issubclass, builtins.type, builtins.repr):
+for _fn in (builtins.abs, builtins.int, builtins.float, builtins.bool, builtins.str,
+            builtins.round, builtins.divmod, builtins.pow, builtins.issubclass, builtins.type,
+            builtins.repr):
     BUILTINS[_fn] = _constant_builtin(_fn)
+for _fn in (builtins.sum, builtins.min, builtins.max, builtins.sorted):
+    BUILTINS[_fn] = _consuming(_fn)
+BUILTINS[builtins.any] = _short_circuit(True)
+BUILTINS[builtins.all] = _short_circuit(False)
+BUILTINS[builtins.next] = _builtin_next
 
 
 def _is_constant_math(fn: Any) -> bool:

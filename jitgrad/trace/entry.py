@@ -56,6 +56,7 @@ from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
     DictVar,
+    GeneratorVar,
     ListVar,
     ObjectVar,
     TensorMethodVar,
@@ -385,9 +386,15 @@ class CompiledFunction:
                                       "whose body cannot be traced")
                 refused.location = result.stopped_at.location()
                 raise refused
-            body = replay + breaks.emit_break(
-                result.stopped_at, plan, expr, lambda *spec: _named_const(env, self._resume(*spec)),
-                lambda var: self._trampoline(var, env), env.const)
+            try:
+                body = replay + breaks.emit_break(
+                    result.stopped_at, plan, expr,
+                    lambda *spec: _named_const(env, self._resume(*spec)),
+                    lambda var: self._trampoline(var, env), env.const)
+            except Unsupported as err:  # a value at the break that cannot be rebuilt
+                if getattr(err, "location", None) is None:
+                    err.location = result.stopped_at.location()
+                raise
             locations += [result.stopped_at.location()] * (len(body) - len(locations))
         return build_runner(fn, inputs, body, compiled, env, locations)
 
@@ -659,6 +666,11 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
     if isinstance(var, DictVar):
         return "{" + ", ".join(f"{k!r}: {_output_expr(v, outputs, env, input_names)}"
                                for k, v in var.items.items()) + "}"
+    if isinstance(var, GeneratorVar):
+        raise Unsupported("UNSUPPORTED_VALUE", "a generator made in the compiled function is "
+                          "still alive here, and a running generator cannot be rebuilt",
+                          "consume it first (e.g. list(...)), or make it outside the compiled "
+                          "function")
     raise Unsupported("UNSUPPORTED_VALUE", f"returning a {type(var).__name__} from a compiled "
                       "function")
 

@@ -27,6 +27,7 @@ from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.legacy_types import LegacyTensorType
 from jitgrad.eager.ops import declare
 from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import bytecode
 from jitgrad.trace.fake import (
     FakeArray,
     FakeNumber,
@@ -58,6 +59,7 @@ from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
     DictVar,
+    GeneratorVar,
     GradModeExitVar,
     ListVar,
     NestedFunctionVar,
@@ -469,14 +471,16 @@ class TraceContext:
             raise Unsupported("INLINE_TOO_DEEP", f"calls nested more than {MAX_INLINE_DEPTH} "
                               "deep (recursion?)")
         code = fn.code
-        if code.co_flags & (0x20 | 0x80 | 0x200):  # generator, coroutine, async generator
-            raise Unsupported("UNSUPPORTED_CALL", f"call to the generator {code.co_name}()",
-                              "generators are not traced yet")
+        if code.co_flags & bytecode.COROUTINE_FLAGS:
+            raise Unsupported("UNSUPPORTED_CALL", f"call to the coroutine {code.co_name}()",
+                              "coroutines are not traced")
         locals_ = bind_arguments(code, fn.defaults, fn.kwdefaults, args, kwargs)
         cells = dict(zip(code.co_freevars, fn.closure, strict=True))
         if global_source is None and fn.globals is tx.f_globals:
             global_source = tx.global_source
         child = Translator(self, code, fn.globals, locals_, cells, tx.depth + 1, global_source)
+        if code.co_flags & bytecode.GENERATOR_FLAG:  # run lazily (Note [Generators])
+            return GeneratorVar(frame=child)
         location = self.recorder.location
         result = child.run()
         self.recorder.location = location

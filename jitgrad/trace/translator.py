@@ -28,6 +28,7 @@ from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
     DictVar,
+    GeneratorVar,
     GradModeVar,
     IteratorVar,
     ListVar,
@@ -50,6 +51,17 @@ OPERATORS = {
     "UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
     "UNARY_INVERT": operator.invert,
 }
+
+
+# Note [Generators]: a generator made in traced code (`sum(v * 2 for v in xs)`, a user
+# function that yields, a class whose __iter__ yields) is traced lazily, as CPython runs
+# it: calling it makes a Translator for its frame without running it (a GeneratorVar);
+# each item its consumer asks for (FOR_ITER, sum/any/all/list/...) runs that frame to its
+# next YIELD_VALUE, and the value of the yield expression is None (nothing is sent).
+# So its ops are recorded interleaved with the consumer's, in eager's order, and `any` or
+# `all` stop the generator where eager stops it. A graph break inside the generator's
+# body breaks at the consumer in the compiled frame; a generator still alive at a break
+# cannot be rebuilt and makes the frame eager.
 
 
 class Translator:
@@ -78,15 +90,17 @@ class Translator:
         self.return_value: Var | None = None
         self.stop_at: int | None = None  # offset to stop before (a graph break's instruction)
         self.stopped = False
+        self.yielded: Var | None = None  # a generator frame's value at its last yield
+        self.started = False  # a generator frame has run to its first yield
+        self.steps = 0  # instructions executed
 
     # ----- driver -------------------------------------------------------------------
     def run(self) -> Var | None:
         """Execute until RETURN_VALUE (returns the returned Var) or until `stop_at`
         (returns None with `stopped` set; the stack and locals are the state there)."""
-        steps = 0
-        while self.return_value is None:
-            steps += 1
-            if steps > MAX_INSTRUCTIONS:
+        while self.return_value is None and self.yielded is None:
+            self.steps += 1  # a generator's frame counts across its yields (no endless one)
+            if self.steps > MAX_INSTRUCTIONS:
                 raise Unsupported("LOOP_TOO_LONG", f"more than {MAX_INSTRUCTIONS} instructions "
                                   "traced in one frame (a long unrolled loop?)",
                                   "move the loop out of the compiled function or shorten it")
@@ -111,6 +125,18 @@ class Translator:
                     err.root_instruction = instruction
                 raise
         return self.return_value
+
+    def next_item(self) -> Var | None:
+        """Run a generator frame to its next yield (Note [Generators]): the yielded Var,
+        or None once it has returned."""
+        if self.return_value is not None:
+            return None
+        if self.started:
+            self.push(ConstVar(None))  # the value of the yield expression: nothing was sent
+        self.started = True
+        self.run()
+        item, self.yielded = self.yielded, None
+        return item
 
     def location(self) -> SourceLocation:
         """The user's file, line, columns and source text of the current instruction."""
@@ -274,6 +300,12 @@ class Translator:
     def RETURN_VALUE(self, inst: dis.Instruction) -> None:
         self.return_value = self.pop()
 
+    def RETURN_GENERATOR(self, inst: dis.Instruction) -> None:
+        self.push(ConstVar(None))  # the frame resumes with the sent value (POP_TOP drops it)
+
+    def YIELD_VALUE(self, inst: dis.Instruction) -> None:
+        self.yielded = self.pop()
+
     # ----- operators ------------------------------------------------------------------
     def BINARY_OP(self, inst: dis.Instruction) -> None:
         b, a = self.pop(), self.pop()
@@ -427,17 +459,16 @@ class Translator:
 
     def GET_ITER(self, inst: dis.Instruction) -> None:
         value = self.pop()
-        if isinstance(value, IteratorVar):
+        if isinstance(value, (IteratorVar, GeneratorVar)):  # its own iterator
             self.push(value)
         else:
             self.push(IteratorVar(calls.unpack_iterable(self, value)))
 
     def FOR_ITER(self, inst: dis.Instruction) -> None:
         iterator = self.stack[-1]
-        assert isinstance(iterator, IteratorVar), "GET_ITER always pushes an IteratorVar"
-        if iterator.position < len(iterator.items):
-            self.push(iterator.items[iterator.position])
-            iterator.position += 1
+        item = calls.next_item(self, iterator)
+        if item is not None:
+            self.push(item)
         else:
             self.pop()
             self.jump_to(inst.argval)

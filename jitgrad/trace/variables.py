@@ -88,6 +88,15 @@ class IteratorVar(Var):
 
 
 @dataclass(eq=False)
+class GeneratorVar(Var):
+    """A generator made in traced code (a generator expression, a call of a generator
+    function): `frame` is its Translator, run lazily to each `yield` as the consumer asks
+    for the next item (Note [Generators] in translator.py)."""
+
+    frame: Any = None
+
+
+@dataclass(eq=False)
 class CellVar(Var):
     """A closure cell created by the traced frame (MAKE_CELL); holds a Var or None."""
 

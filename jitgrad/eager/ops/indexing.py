@@ -126,7 +126,7 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     Raises IndexError (out of bounds, too many indices, mask shape) or ValueError
     (slice step <= 0).
     """
-    if isinstance(index, Tensor) and index._data.dtype.kind in "iu" and \
+    if isinstance(index, Tensor) and index._data.dtype.kind in "iu" and index._data.ndim and \
             not values_known(index._data) and input._data.ndim:
         # a compiler is tracing and the ids are unknown: take rows with the ids as an op
         # input (as embedding does), so the captured graph follows new ids on every call
