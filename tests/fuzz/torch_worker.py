@@ -45,7 +45,59 @@ def gelu_with_infinity(torch):
     return patched
 
 
-TORCH_QUIRKS = {"gelu": gelu_with_infinity}  # torch.nn.functional name -> shim factory
+def float64_statistics(torch, fn, needs):
+    """`fn` computed in float64 and cast back for a float32/float16 input where `needs(x)`
+    (the deliberate differences in tests.fuzz.runner: jitgrad accumulates these in float64,
+    torch's float32 kernels overflow)."""
+    def patched(input, *args, **kwargs):
+        narrow = input.dtype in (torch.float32, torch.float16) and "dtype" not in kwargs
+        if not narrow or not bool(needs(input)):
+            return fn(input, *args, **kwargs)
+        def wide(a):
+            return a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+
+        return fn(input.double(), *map(wide, args),
+                  **{k: wide(v) for k, v in kwargs.items()}).to(input.dtype)
+
+    return patched
+
+
+def _finite_abs_max(x):
+    finite = x[x.isfinite()]
+    return finite.abs().max() if finite.numel() else x.new_zeros(())
+
+
+def prod_in_float64(torch, fn):
+    """prod of a float32 slice holding a zero whose other partial products overflow: torch
+    multiplies in float32 lanes, meets inf * 0 and gives NaN (which lanes depends on the
+    CPU's vector width); jitgrad multiplies in float64 and gives 0."""
+    return float64_statistics(torch, fn, lambda x: (x == 0).any() & (
+        _finite_abs_max(x) > 1.0))
+
+
+def layer_norm_in_float64(torch, fn):
+    """layer_norm of rows whose squares overflow float32: torch's float32 variance is inf
+    (NaN results); jitgrad's statistics are float64 (the mathematical value)."""
+    return float64_statistics(torch, fn, lambda x: _finite_abs_max(x) > 1e18)
+
+
+def _gelu(torch, fn):
+    return gelu_with_infinity(torch)
+
+
+# (namespace under torch, name) -> shim factory(torch, original)
+TORCH_QUIRKS = {("nn.functional", "gelu"): _gelu,
+                ("nn.functional", "layer_norm"): layer_norm_in_float64,
+                ("", "prod"): prod_in_float64, ("Tensor", "prod"): prod_in_float64}
+
+
+def install_quirks(torch) -> None:
+    """Replace each function of TORCH_QUIRKS on `torch` with its shim."""
+    for (namespace, name), shim in TORCH_QUIRKS.items():
+        owner = torch
+        for part in filter(None, namespace.split(".")):
+            owner = getattr(owner, part)
+        setattr(owner, name, shim(torch, getattr(owner, name)))
 
 
 def serve() -> None:
@@ -55,8 +107,7 @@ def serve() -> None:
     import torch
 
     torch.set_num_threads(1)
-    for name, shim in TORCH_QUIRKS.items():
-        setattr(torch.nn.functional, name, shim(torch))
+    install_quirks(torch)
     while True:
         try:
             source, filename, calls = receive(sys.stdin.buffer)
