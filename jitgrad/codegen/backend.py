@@ -39,6 +39,7 @@ from jitgrad.trace.graph_module import GraphModule
 
 _LOG = config.logger("output_code")
 _PERF_LOG = config.logger("perf_hints")
+_FUSION_LOG = config.logger("fusion")
 
 
 class CompiledGraph:
@@ -137,6 +138,9 @@ def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:
     over arrays, Note [Graph programs] in program.py)."""
     start = time.perf_counter()
     groups = find_fusion_groups(graph)
+    if _FUSION_LOG.isEnabledFor(logging.INFO):
+        _FUSION_LOG.info("%d fusion group(s)\n%s", len(groups),
+                         "\n".join(str(g) for g in groups) or "(none)")
     kernels = [Kernel(group) for group in groups]
     wrapper = GraphModule(build_program_graph(graph, groups, kernels), attrs)
     report.record_time("codegen", time.perf_counter() - start)

@@ -317,6 +317,22 @@ def _tanh_chain(a):
     return (a * 2.0).tanh()
 
 
+def test_fusion_log_lists_each_graphs_fusion_groups(caplog):
+    def program(a):
+        return (a * 2.0).exp().sum(1), a.t() @ a
+
+    fn, _ = compile_numba(program)
+    with caplog.at_level("INFO", logger="jitgrad.fusion"):
+        fn(jg.tensor(np.ones((2, 3), dtype=np.float32)))
+    line = f"test_backend.py:{program.__code__.co_firstlineno + 1}"
+    assert caplog.records[0].getMessage() == (
+        "1 fusion group(s)\n"
+        "fused_0 [2, 3] reducing dims (1,): mul, exp, sum -> (%sum)\n"
+        f"  %mul = mul(%a, 2.0)  f32[2, 3]  {line}\n"
+        f"  %exp = exp(%mul)  f32[2, 3]  {line}\n"
+        f"  %sum = sum(%exp, dims=(1,), keepdim=False, out_dtype=None)  f32[2]  {line}")
+
+
 def test_output_code_shows_each_kernel_source_once(caplog, monkeypatch):
     from jitgrad.codegen import kernels
 
