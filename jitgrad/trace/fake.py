@@ -63,7 +63,7 @@ import numpy as np
 
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.ops import declare, inplace
-from jitgrad.eager.ops._binary import broadcast_error
+from jitgrad.eager.ops._binary import broadcast_error, shapes_of
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.indexing import INDEX_PUT, put, scalar_type_name
 from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
@@ -277,7 +277,7 @@ class FakeTensor(Tensor):
             try:
                 expanded_shape(src._data.shape, self._data.shape)
             except RuntimeError:
-                raise broadcast_error("copy_", self, src) from None
+                raise broadcast_error("copy_", shapes_of(self, src)) from None
         inplace.check_no_partial_overlap(self, (src,))
         copied = apply_op(inplace.COPY, (self, src), (self._data, src._data))
         return _write(self, copied, "copy_", check_dtype=False)

@@ -107,18 +107,26 @@ def wrapped_integers(operands: tuple, np_dtype: np.dtype) -> tuple:
                  if type(x) is int and not info.min <= x <= info.max else x for x in operands)
 
 
-def broadcast_error(name: str, a: Any, b: Any) -> RuntimeError:
-    """PyTorch's broadcast message naming the clashing sizes and both shapes."""
-    sa = a._data.shape if isinstance(a, Tensor) else ()
-    sb = b._data.shape if isinstance(b, Tensor) else ()
-    n = max(len(sa), len(sb))
-    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
-    for i in range(n - 1, -1, -1):
-        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+def broadcast_error(name: str, shapes: list[tuple[int, ...]]) -> RuntimeError:
+    """PyTorch's broadcast message for the first clashing dim (from the right) of `shapes`,
+    naming its sizes and every shape."""
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
+    listed = [str(list(s)) for s in shapes]
+    named = " and ".join(listed) if len(listed) == 2 else ", ".join(listed)
+    for dim in range(ndim - 1, -1, -1):
+        sizes = [s[dim] for s in padded if s[dim] != 1]
+        if any(size != sizes[0] for size in sizes):
+            other = next(size for size in sizes if size != sizes[0])
             return RuntimeError(
-                f"{name}: the size of tensor a ({pa[i]}) must match the size of tensor b "
-                f"({pb[i]}) at non-singleton dimension {i} (shapes {list(sa)} and {list(sb)})")
-    return RuntimeError(f"{name}: shapes {list(sa)} and {list(sb)} are not broadcastable")
+                f"{name}: the size of tensor a ({sizes[0]}) must match the size of tensor b "
+                f"({other}) at non-singleton dimension {dim} (shapes {named})")
+    return RuntimeError(f"{name}: shapes {named} are not broadcastable")
+
+
+def shapes_of(*operands: Any) -> list[tuple[int, ...]]:
+    """The shapes of the operands (a Python number counts as 0-d)."""
+    return [x._data.shape if isinstance(x, Tensor) else () for x in operands]
 
 
 def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: Any = None,
@@ -146,7 +154,7 @@ def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: 
         return apply_op(op, (a, b), arrays, params)
     except ValueError as err:
         if "broadcast" in str(err):
-            raise broadcast_error(op.name, a, b) from None
+            raise broadcast_error(op.name, shapes_of(a, b)) from None
         raise
 
 

@@ -31,7 +31,7 @@ from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
-from jitgrad.eager.ops._binary import broadcast_error
+from jitgrad.eager.ops._binary import broadcast_error, shapes_of
 from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.registry import apply_op, register
@@ -297,7 +297,7 @@ def _source(src: Any, target: Tensor, setitem: bool) -> Any:
         try:
             expanded_shape(shape, target._data.shape)
         except RuntimeError:
-            raise broadcast_error("copy_", target, src) from None
+            raise broadcast_error("copy_", shapes_of(target, src)) from None
         return src
     lead = 0
     while len(shape) - lead > target._data.ndim and shape[lead] == 1:

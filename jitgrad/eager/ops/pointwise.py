@@ -21,6 +21,7 @@ from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
     C_TYPE_NAMES,
     SCALAR_TYPE_NAMES,
     binary,
+    broadcast_error,
     cast_operands,
     not_implemented_for,
     require_tensor,
@@ -632,21 +633,6 @@ def apply_broadcasting(op: Any, inputs: tuple, arrays: tuple, params: dict[str, 
             raise
         raise broadcast_error(op.name, [x.shape for x in inputs if isinstance(x, Tensor)]) \
             from None
-
-
-def broadcast_error(name: str, shapes: list[tuple[int, ...]]) -> RuntimeError:
-    """PyTorch's message for the first clashing dim of several shapes, naming all shapes."""
-    ndim = max(len(s) for s in shapes)
-    padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
-    listed = ", ".join(str(list(s)) for s in shapes)
-    for dim in range(ndim - 1, -1, -1):
-        sizes = [s[dim] for s in padded if s[dim] != 1]
-        if any(size != sizes[0] for size in sizes):
-            other = next(size for size in sizes if size != sizes[0])
-            return RuntimeError(
-                f"{name}: the size of tensor a ({sizes[0]}) must match the size of tensor b "
-                f"({other}) at non-singleton dimension {dim} (shapes {listed})")
-    return RuntimeError(f"{name}: shapes {listed} are not broadcastable")
 
 
 def _atan2_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:

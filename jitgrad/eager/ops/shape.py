@@ -379,7 +379,7 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
         try:
             shape = np.broadcast_shapes(shape, t._data.shape)
         except ValueError:
-            raise broadcast_error("broadcast_tensors", Tensor._make(np.empty(shape)), t) from None
+            raise broadcast_error("broadcast_tensors", [shape, t._data.shape]) from None
     return tuple(expand(t, shape) for t in tensors)
 
 
