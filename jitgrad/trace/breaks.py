@@ -29,7 +29,7 @@ from typing import Any
 
 from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.trace import analysis
-from jitgrad.trace.bytecode import binary_op_symbol
+from jitgrad.trace.bytecode import binary_op_symbol, line_at
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.instructions import decode
 from jitgrad.trace.resume import build_resume_code, user_function_name
@@ -262,20 +262,10 @@ def resume_function(fn: types.FunctionType, offset: int, n_stack: int, names: li
     """A function running `fn`'s code from `offset` with `n_stack` stack values and `names`,
     re-entering `with_blocks` ((factory, args) per active grad-mode block) first; the
     stack values at `null_slots` are NULLs of pending calls (not arguments)."""
-    line = _line_of(fn, offset)
+    line = line_at(fn.__code__, offset)
     name = f"resume_in_{user_function_name(fn.__code__.co_name)}_at_{line}"
     code = build_resume_code(fn.__code__, offset, n_stack, names, with_blocks,
                              null_slots=null_slots, name=name)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
     closure = tuple(cells[n] for n in code.co_freevars) or None
     return types.FunctionType(code, fn.__globals__, name, None, closure)
-
-
-def _line_of(fn: types.FunctionType, offset: int) -> int:
-    line = fn.__code__.co_firstlineno
-    for start, _, lineno in fn.__code__.co_lines():
-        if start > offset:
-            break
-        if lineno is not None:
-            line = lineno
-    return line

@@ -18,6 +18,7 @@ import dis
 import inspect
 import opcode
 import sys
+import types
 from typing import NamedTuple
 
 SUPPORTED_VERSION = (3, 11)
@@ -99,6 +100,18 @@ def check_version() -> None:
             f"jitgrad.trace reads CPython {SUPPORTED_VERSION[0]}.{SUPPORTED_VERSION[1]} bytecode, "
             f"but this is {sys.implementation.name} {sys.version.split()[0]}; "
             "run the function without jitgrad.compile on this interpreter")
+
+
+def line_at(code: types.CodeType, offset: int) -> int:
+    """The source line of the instruction at `offset`, or of the closest one before it
+    that has a line (the function's first line if none does)."""
+    line = code.co_firstlineno
+    for start, _, lineno in code.co_lines():
+        if start > offset:
+            break
+        if lineno is not None:
+            line = lineno
+    return line
 
 
 def cache_entries(op: int) -> int:

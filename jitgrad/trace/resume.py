@@ -127,7 +127,7 @@ def _build(
     unknown = [n for n in locals_in if n not in code.co_varnames]
     if unknown:
         raise ValueError(f"live names {unknown} are not variables of {code.co_qualname}")
-    line = _line_of(instrs, start, code.co_firstlineno)
+    line = bc.line_at(code, start.offset)
     prologue = _prologue(start, depth, n_stack, null_slots,
                          list(zip(withs, with_blocks, strict=True)))
     for instr in prologue:
@@ -172,14 +172,6 @@ def _instruction_at(code: types.CodeType, instrs: list[Instr], offset: int | Non
         raise ValueError(f"offset {offset} of {code.co_qualname} is in the prologue "
                          f"({start.opname}); resume at an instruction after RESUME")
     return start
-
-
-def _line_of(instrs: list[Instr], start: Instr, firstlineno: int) -> int:
-    """Source line of `start`, or of the closest instruction before it that has one."""
-    for instr in reversed(instrs[: instrs.index(start) + 1]):
-        if instr.positions is not None and instr.positions.lineno is not None:
-            return instr.positions.lineno
-    return firstlineno
 
 
 def _prefix(instrs: list[Instr], n_free: int) -> list[Instr]:
