@@ -565,3 +565,71 @@ def test_flatten_parameters_and_all_weights_follow_pytorch():
     assert [[tuple(w.shape) for w in group] for group in gru.all_weights] == \
         [[(12, 3), (12, 4)], [(12, 4), (12, 4)]]
     assert repr(gru) == "GRU(3, 4, num_layers=2, bias=False)"
+
+
+@pytest.mark.parametrize("cls", [nn.GRU, nn.RNN], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True)])
+def test_gru_and_rnn_outputs_may_be_edited_in_place_before_backward(cls, layers, bidirectional):
+    """torch's GRU and RNN do not save their output: `out += 1` then backward works and
+    leaves the gradients of out.sum() unchanged (the fused op's saved output is not the
+    user's tensor)."""
+    grads = []
+    for edit in (False, True):
+        jg.manual_seed(0)
+        module = cls(3, 4, num_layers=layers, bidirectional=bidirectional)
+        x = jg.tensor(np.random.RandomState(1).randn(5, 2, 3).astype(np.float32),
+                      requires_grad=True)
+        out, h = module(x)
+        if edit:
+            out += 1.0
+            h.mul_(2.0)
+        out.sum().backward()
+        grads.append([x.grad.numpy()] + [p.grad.numpy() for p in module.parameters()])
+    for plain, edited in zip(*grads, strict=True):
+        np.testing.assert_allclose(edited, plain, rtol=1e-6)
+
+
+def test_lstm_output_edited_in_place_fails_backward_as_torchs():
+    """torch's CPU LSTM saves its output (one direction), so backward after an in-place
+    edit raises; the final states are copies and may be edited."""
+    lstm = nn.LSTM(3, 4)
+    out, (h, c) = lstm(jg.ones(5, 2, 3))
+    h.add_(1.0)
+    c.add_(1.0)
+    (out.sum() + c.sum()).backward()
+    out, _ = lstm(jg.ones(5, 2, 3))
+    out.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN], ids=lambda c: c.__name__)
+def test_input_dtype_and_empty_sequence_errors_are_torchs(cls):
+    module = cls(3, 4)
+    for x in (jg.zeros(5, 2, 3, dtype=jg.float64), jg.zeros(5, 2, 3, dtype=jg.int64)):
+        with pytest.raises(ValueError, match=r"RNN input dtype \(jitgrad\.\w+\) does not "
+                                             r"match weight dtype \(jitgrad\.float32\)"):
+            module(x)
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        module(rnn_utils.pack_sequence([jg.zeros(2, 3, dtype=jg.float64)]))
+    for x in (jg.zeros(0, 2, 3), jg.zeros(0, 3)):
+        with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+            module(x)
+    with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+        cls(3, 4, batch_first=True)(jg.zeros(2, 0, 3))
+    with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+        jg.compile(module, backend="eager")(jg.zeros(0, 2, 3))
+
+
+def test_lstm_state_errors_are_torchs():
+    lstm = nn.LSTM(3, 4)
+    with pytest.raises(RuntimeError, match=r"hx and cx should also be 3-D but got "
+                                           r"\(2-D, 3-D\) tensors"):
+        lstm(jg.zeros(5, 2, 3), (jg.zeros(2, 4), jg.zeros(1, 2, 4)))
+    with pytest.raises(RuntimeError, match=r"unbatched 2-D input, hx and cx should also be "
+                                           r"2-D but got \(3-D, 2-D\)"):
+        lstm(jg.zeros(5, 3), (jg.zeros(1, 1, 4), jg.zeros(1, 4)))
+    with pytest.raises(IndexError):  # torch reads hx[0], hx[1] of a lone tensor too
+        lstm(jg.zeros(5, 2, 3), jg.zeros(1, 2, 4))
+    out, (h, c) = nn.LSTM(3, 4, num_layers=2)(jg.zeros(5, 2, 3), [jg.ones(2, 2, 4)] * 2)
+    assert tuple(out.shape) == (5, 2, 4) and tuple(c.shape) == (2, 2, 4)

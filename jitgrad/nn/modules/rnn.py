@@ -25,7 +25,9 @@ Notes:
 - A direction whose T steps all have the same batch (a padded batch) runs as one
   fused op, `lstm_sequence`, `gru_sequence` or `rnn_sequence` (Note [Fused recurrent
   layers] in jitgrad/eager/ops/recurrent.py): the same equations with the time loop
-  in numpy, so eager mode does not pay ~400 op dispatches per layer.
+  in numpy, so eager mode does not pay ~400 op dispatches per layer. A GRU or RNN
+  returns a copy of the op's saved output (`_unsaved`), so in-place edits of it are
+  allowed as in torch.
 - `proj_size` (LSTM with projections) is refused with NotImplementedError.
 """
 
@@ -206,6 +208,8 @@ class RNNBase(Module):
         steps, batch = x.shape[0], x.shape[1]
         self._check_input(x)
         states = self._initial_states(states, batch, x)
+        if steps == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         output, final = self._run_layers(x.reshape(steps * batch, x.shape[2]),
                                          [batch] * steps, states)
         output = output.reshape(steps, batch, output.shape[1])
@@ -234,15 +238,26 @@ class RNNBase(Module):
         """hx as a tuple of state tensors (None stays None); checks their dimensions."""
         if hx is None:
             return None
-        states = tuple(hx) if self._state_count == 2 else (hx,)
+        states = (hx[0], hx[1]) if self._state_count == 2 else (hx,)
         expected = 3 if batched else 2
-        for s in states:
-            if s.dim() != expected:
-                raise RuntimeError(f"For {'batched 3' if batched else 'unbatched 2'}-D input, "
-                                   f"hx should also be {expected}-D but got {s.dim()}-D tensor")
-        return states
+        dims = [s.dim() for s in states]  # a list, not a generator: traced code runs this
+        if dims == [expected] * len(dims):
+            return states
+        kind = f"{'batched 3' if batched else 'unbatched 2'}-D input"
+        if self._state_count == 2:
+            raise RuntimeError(f"For {kind}, hx and cx should also be {expected}-D but got "
+                               f"({dims[0]}-D, {dims[1]}-D) tensors")
+        raise RuntimeError(f"For {kind}, hx should also be {expected}-D but got {dims[0]}-D "
+                           "tensor")
 
     def _check_input(self, input: Tensor) -> None:
+        """Raises: ValueError if input's dtype is not the weights', RuntimeError if its last
+        size is not input_size (torch's classes and messages)."""
+        weight_dtype = getattr(self, self._flat_weights_names[0]).dtype
+        if input.dtype != weight_dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({weight_dtype}). Convert input: input.to({weight_dtype}), or "
+                             f"convert model: model.to({input.dtype})")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
@@ -311,6 +326,14 @@ class RNNBase(Module):
         return text
 
 
+def _unsaved(output: Tensor) -> Tensor:
+    """A copy of a fused GRU or RNN direction's output, a view of what its op saved for the
+    backward: torch's GRU and RNN outputs are not saved, so a user may edit them in place
+    (`out += skip`) and still call backward. torch's CPU LSTM saves its output and raises
+    there, so the LSTM keeps the view."""
+    return output.clone()
+
+
 def _check_sizes(hidden_size: int, num_layers: int, dropout: float, proj_size: int) -> None:
     """Raises: ValueError/TypeError as torch for bad sizes; NotImplementedError for proj_size."""
     if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or \
@@ -365,7 +388,7 @@ class RNN(RNNBase):
         rows, width = gates_x.shape
         outputs, h = rnn_sequence(gates_x.reshape(steps, rows // steps, width), state[0], w_hh,
                                   reverse, self.nonlinearity == "relu")
-        return outputs.reshape(rows, width), (h,)
+        return _unsaved(outputs.reshape(rows, width)), (h,)
 
 
 class LSTM(RNNBase):
@@ -430,7 +453,7 @@ class GRU(RNNBase):
         rows, width = gates_x.shape
         outputs, h = gru_sequence(gates_x.reshape(steps, rows // steps, width), state[0], w_hh,
                                   b_hn, reverse)
-        return outputs.reshape(rows, hidden), (h,)
+        return _unsaved(outputs.reshape(rows, hidden)), (h,)
 
 
 class RNNCellBase(Module):
