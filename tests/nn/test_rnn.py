@@ -633,3 +633,30 @@ def test_lstm_state_errors_are_torchs():
         lstm(jg.zeros(5, 2, 3), jg.zeros(1, 2, 4))
     out, (h, c) = nn.LSTM(3, 4, num_layers=2)(jg.zeros(5, 2, 3), [jg.ones(2, 2, 4)] * 2)
     assert tuple(out.shape) == (5, 2, 4) and tuple(c.shape) == (2, 2, 4)
+
+
+@pytest.mark.parametrize("cell_cls", [nn.RNNCell, nn.LSTMCell, nn.GRUCell],
+                         ids=lambda c: c.__name__)
+def test_cell_loop_without_a_state_compiles_to_one_graph(cell_cls):
+    """A cell called without a state inside a compiled loop (the decoder pattern) traces
+    into one graph and gives eager's values and gradients."""
+    cell = cell_cls(3, 4)
+    x = jg.tensor(np.random.default_rng(5).standard_normal((3, 2, 3)).astype(np.float32))
+
+    def run(x):
+        total, state = 0.0, None
+        for t in range(x.shape[0]):
+            state = cell(x[t], state)
+            total = total + (state[0] if isinstance(state, tuple) else state).pow(2).sum()
+        return total
+
+    report = jg.explain(run)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    results = []
+    for fn in (run, jg.compile(run, backend="eager")):
+        cell.zero_grad()
+        loss = fn(x)
+        loss.backward()
+        results.append([loss, *[p.grad for p in cell.parameters()]])
+    for eager, compiled in zip(*results, strict=True):
+        np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(), rtol=1e-6)

@@ -492,8 +492,9 @@ class RNNCellBase(Module):
         batched = input.dim() == 2
         x = input if batched else input.unsqueeze(0)
         if hx is None:
-            states = tuple(zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
-                           for _ in range(self._state_count))
+            # a list, not a generator: compiled code traces this, and generators break graphs
+            states = tuple([zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+                            for _ in range(self._state_count)])
         else:
             states = tuple(hx) if self._state_count == 2 else (hx,)
             states = states if batched else tuple([s.unsqueeze(0) for s in states])
