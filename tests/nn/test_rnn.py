@@ -660,3 +660,28 @@ def test_cell_loop_without_a_state_compiles_to_one_graph(cell_cls):
         results.append([loss, *[p.grad for p in cell.parameters()]])
     for eager, compiled in zip(*results, strict=True):
         np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(), rtol=1e-6)
+
+
+def test_packed_sequence_to_cpu_and_dtype_conversions_follow_torch():
+    """`packed.to(device)` as tutorials write it: self when nothing changes; a dtype change
+    converts data only (batch_sizes and the indices keep int64)."""
+    x = jg.tensor(np.random.default_rng(6).standard_normal((3, 5, 2)).astype(np.float32))
+    packed = rnn_utils.pack_padded_sequence(x, [2, 5, 3], batch_first=True,
+                                            enforce_sorted=False)
+    assert packed.to("cpu") is packed and packed.cpu() is packed
+    assert packed.to(jg.float32) is packed and packed.float() is packed
+    assert not packed.is_cuda
+    wide = packed.double()
+    assert isinstance(wide, rnn_utils.PackedSequence) and wide.data.dtype == jg.float64
+    np.testing.assert_array_equal(wide.data.numpy(), packed.data.numpy().astype(np.float64))
+    assert wide.batch_sizes is packed.batch_sizes
+    assert wide.sorted_indices.tolist() == [1, 2, 0] and wide.unsorted_indices.dtype == jg.int64
+    assert packed.long().data.dtype == jg.int64
+    with pytest.raises(RuntimeError, match="CPU only"):
+        packed.cuda()
+    gru = nn.GRU(2, 3, batch_first=True).double()
+    out, h = gru(wide)
+    ref, _ = gru(x.double()[1:2])
+    np.testing.assert_allclose(h[0, 1].detach().numpy(), ref[0, -1].detach().numpy(),
+                               rtol=1e-12)
+    assert out.data.dtype == jg.float64

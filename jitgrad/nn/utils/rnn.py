@@ -15,11 +15,11 @@ value: inside `jitgrad.compile` that reading ends the graph.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from jitgrad.eager.dtypes import int64
+from jitgrad.eager.dtypes import float32, float64, int64
 from jitgrad.eager.ops.creation import full, tensor
 from jitgrad.eager.ops.joining import cat, stack
 from jitgrad.eager.tensor import Tensor
@@ -36,6 +36,37 @@ class PackedSequence(NamedTuple):
     batch_sizes: Tensor
     sorted_indices: Tensor | None = None
     unsorted_indices: Tensor | None = None
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """`data.to(*args, **kwargs)`: self when that returns data itself, else a copy with
+        the indices on the new data's device and batch_sizes unchanged (torch's rule)."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        sorted_indices, unsorted_indices = [
+            None if t is None else t.to(data.device)
+            for t in (self.sorted_indices, self.unsorted_indices)]
+        return PackedSequence(data, self.batch_sizes, sorted_indices, unsorted_indices)
+
+    def cpu(self) -> PackedSequence:
+        return self.to("cpu")
+
+    def cuda(self) -> PackedSequence:
+        """Raises: RuntimeError (jitgrad runs on the CPU only), as Tensor.cuda."""
+        return self.to("cuda")
+
+    def double(self) -> PackedSequence:
+        return self.to(dtype=float64)
+
+    def float(self) -> PackedSequence:
+        return self.to(dtype=float32)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtype=int64)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
 
 
 def _lengths_list(lengths: Tensor | list[int] | tuple[int, ...]) -> list[int]:
