@@ -567,6 +567,15 @@ def test_flatten_parameters_and_all_weights_follow_pytorch():
     assert repr(gru) == "GRU(3, 4, num_layers=2, bias=False)"
 
 
+def test_reprs_are_torchs():
+    # torch's RNN repr leaves out the nonlinearity; its RNNCell's shows it
+    assert repr(nn.RNN(3, 4, nonlinearity="relu")) == "RNN(3, 4)"
+    assert repr(nn.RNNCell(3, 4, nonlinearity="relu")) == "RNNCell(3, 4, nonlinearity=relu)"
+    assert repr(nn.RNNCell(3, 4, bias=False)) == "RNNCell(3, 4, bias=False)"
+    assert repr(nn.GRUCell(3, 4, bias=False)) == "GRUCell(3, 4, bias=False)"
+    assert repr(nn.LSTMCell(3, 4)) == "LSTMCell(3, 4)"
+
+
 @pytest.mark.parametrize("cls", [nn.GRU, nn.RNN], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True)])
 def test_gru_and_rnn_outputs_may_be_edited_in_place_before_backward(cls, layers, bidirectional):

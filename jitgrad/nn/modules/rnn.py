@@ -507,6 +507,8 @@ class RNNCellBase(Module):
         text = f"{self.input_size}, {self.hidden_size}"
         if not self.bias:
             text += ", bias=False"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":  # RNNCell only, as torch's
+            text += f", nonlinearity={self.nonlinearity}"
         return text
 
 
