@@ -694,3 +694,41 @@ def test_packed_sequence_to_cpu_and_dtype_conversions_follow_torch():
     np.testing.assert_allclose(h[0, 1].detach().numpy(), ref[0, -1].detach().numpy(),
                                rtol=1e-12)
     assert out.data.dtype == jg.float64
+
+
+@pytest.mark.parametrize("cell_cls", [nn.RNNCell, nn.LSTMCell, nn.GRUCell],
+                         ids=lambda c: c.__name__)
+def test_cell_state_shape_errors_are_torchs(cell_cls):
+    """A state of the wrong batch or hidden size raises as torch's cells do, where it used
+    to broadcast (a 1-D state beside a batch gave a silently wrong (B, H) result)."""
+    cell = cell_cls(3, 4)
+
+    def state(*shape):
+        return (jg.zeros(*shape), jg.zeros(*shape)) if cell_cls is nn.LSTMCell else \
+            jg.zeros(*shape)
+
+    with pytest.raises(RuntimeError, match="Input batch size 2 doesn't match hidden0 batch "
+                                           "size 4"):
+        cell(jg.zeros(2, 3), state(4))
+    with pytest.raises(RuntimeError, match="Input batch size 3 doesn't match hidden0 batch "
+                                           "size 2"):
+        cell(jg.zeros(3, 3), state(2, 4))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 1, "
+                                           "expected 4"):
+        cell(jg.zeros(3), state(1, 4))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 5"):
+        cell(jg.zeros(2, 3), state(2, 5))
+    with pytest.raises(RuntimeError, match="inconsistent input_size: got 5 expected 3"):
+        cell(jg.zeros(2, 5))
+    with pytest.raises(ValueError, match="Expected h.* to be 1D or 2D, got 3D"):
+        cell(jg.zeros(2, 3), state(1, 2, 4))
+    out = cell(jg.zeros(3), state(4))
+    assert [tuple(s.shape) for s in (out if isinstance(out, tuple) else (out,))] == \
+        [(4,)] * (2 if cell_cls is nn.LSTMCell else 1)
+
+
+def test_lstm_cell_hx_must_be_a_pair_of_tensors():
+    with pytest.raises(TypeError, match="must be tuple of Tensors, not Tensor"):
+        nn.LSTMCell(3, 4)(jg.zeros(2, 3), jg.zeros(2, 4))
+    with pytest.raises(RuntimeError, match=r"hidden1 has inconsistent hidden_size: got 5"):
+        nn.LSTMCell(3, 4)(jg.zeros(2, 3), [jg.zeros(2, 4), jg.zeros(2, 5)])

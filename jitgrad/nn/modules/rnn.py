@@ -496,12 +496,50 @@ class RNNCellBase(Module):
             states = tuple([zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
                             for _ in range(self._state_count)])
         else:
-            states = tuple(hx) if self._state_count == 2 else (hx,)
+            states = self._given_states(hx, batched)
             states = states if batched else tuple([s.unsqueeze(0) for s in states])
+        self._check_sizes(x, states)
         states = self._step(F.linear(x, self.weight_ih, self.bias_ih), states,
                             self.weight_hh, self.bias_hh)
         states = states if batched else tuple([s.squeeze(0) for s in states])
         return states if self._state_count == 2 else states[0]
+
+    def _given_states(self, hx: Any, batched: bool) -> State:
+        """hx as a tuple of state tensors, each 1-D or 2-D.
+
+        Raises: TypeError for an LSTMCell's batched hx that is not a tuple or list (torch's
+        lstm_cell argument error); ValueError for a state of another dimension.
+        """
+        name = type(self).__name__
+        if self._state_count == 1:
+            if hx.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {hx.dim()}D "
+                                 "instead")
+            return (hx,)
+        if batched and not isinstance(hx, (tuple, list)):
+            raise TypeError("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, "
+                            f"not {type(hx).__name__}")
+        states = (hx[0], hx[1])
+        for k, state in enumerate(states):
+            if state.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hx[{k}] to be 1D or 2D, got {state.dim()}D "
+                                 "instead")
+        return states
+
+    def _check_sizes(self, x: Tensor, states: State) -> None:
+        """Raises: RuntimeError with torch's message when x (B, in) or a state (B, H) has
+        another input size, batch or hidden size (a 1-D state beside a batch included)."""
+        if x.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected "
+                               f"{self.input_size}")
+        for k, state in enumerate(states):
+            if state.shape[0] != x.shape[0]:
+                raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{k} "
+                                   f"batch size {state.shape[0]}")
+            hidden = state.shape[1] if state.dim() > 1 else None
+            if state.dim() != 2 or hidden != self.hidden_size:
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {hidden}, "
+                                   f"expected {self.hidden_size}")
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
