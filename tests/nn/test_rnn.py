@@ -598,9 +598,9 @@ def test_gru_and_rnn_outputs_may_be_edited_in_place_before_backward(cls, layers,
         np.testing.assert_allclose(edited, plain, rtol=1e-6)
 
 
-def test_lstm_output_edited_in_place_fails_backward_as_torchs():
-    """torch's CPU LSTM saves its output (one direction), so backward after an in-place
-    edit raises; the final states are copies and may be edited."""
+def test_lstm_output_edited_in_place_fails_backward_as_torchs_in_float32_only():
+    """torch's float32 CPU LSTM saves its output (one direction), so backward after an
+    in-place edit raises; its float64 LSTM does not. The final states are copies."""
     lstm = nn.LSTM(3, 4)
     out, (h, c) = lstm(jg.ones(5, 2, 3))
     h.add_(1.0)
@@ -610,6 +610,15 @@ def test_lstm_output_edited_in_place_fails_backward_as_torchs():
     out.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+    lstm = nn.LSTM(3, 4).double()
+    x = jg.tensor(np.random.default_rng(7).standard_normal((5, 2, 3)), requires_grad=True)
+    lstm(x)[0].sum().backward()
+    plain = x.grad.numpy().copy()
+    x.grad = None
+    out, _ = lstm(x)
+    out.add_(1.0)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), plain, rtol=1e-12)
 
 
 @pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN], ids=lambda c: c.__name__)

@@ -25,9 +25,9 @@ Notes:
 - A direction whose T steps all have the same batch (a padded batch) runs as one
   fused op, `lstm_sequence`, `gru_sequence` or `rnn_sequence` (Note [Fused recurrent
   layers] in jitgrad/eager/ops/recurrent.py): the same equations with the time loop
-  in numpy, so eager mode does not pay ~400 op dispatches per layer. A GRU or RNN
-  returns a copy of the op's saved output (`_unsaved`), so in-place edits of it are
-  allowed as in torch.
+  in numpy, so eager mode does not pay ~400 op dispatches per layer. Where torch's
+  output is not saved for its backward (GRU, RNN, float64 LSTM) the layer returns a copy
+  of the op's saved output (`_unsaved`), so in-place edits of it are allowed as in torch.
 - `proj_size` (LSTM with projections) is refused with NotImplementedError.
 """
 
@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from jitgrad.eager.dtypes import float32
 from jitgrad.eager.ops.activation import sigmoid
 from jitgrad.eager.ops.creation import empty, zeros
 from jitgrad.eager.ops.joining import cat, stack
@@ -327,10 +328,10 @@ class RNNBase(Module):
 
 
 def _unsaved(output: Tensor) -> Tensor:
-    """A copy of a fused GRU or RNN direction's output, a view of what its op saved for the
-    backward: torch's GRU and RNN outputs are not saved, so a user may edit them in place
-    (`out += skip`) and still call backward. torch's CPU LSTM saves its output and raises
-    there, so the LSTM keeps the view."""
+    """A copy of a fused direction's output, a view of what its op saved for the backward:
+    torch's GRU, RNN and float64 LSTM outputs are not saved, so a user may edit them in place
+    (`out += skip`) and still call backward. torch's float32 CPU LSTM (its mkldnn kernel)
+    saves its output and raises there, so that LSTM keeps the view."""
     return output.clone()
 
 
@@ -420,7 +421,8 @@ class LSTM(RNNBase):
         rows, width = gates_x.shape
         outputs, h, c = lstm_sequence(gates_x.reshape(steps, rows // steps, width),
                                       state[0], state[1], w_hh, reverse)
-        return outputs.reshape(rows, self.hidden_size), (h, c)
+        outputs = outputs.reshape(rows, self.hidden_size)
+        return (outputs if gates_x.dtype == float32 else _unsaved(outputs)), (h, c)
 
 
 class GRU(RNNBase):
