@@ -741,3 +741,24 @@ def test_lstm_cell_hx_must_be_a_pair_of_tensors():
         nn.LSTMCell(3, 4)(jg.zeros(2, 3), jg.zeros(2, 4))
     with pytest.raises(RuntimeError, match=r"hidden1 has inconsistent hidden_size: got 5"):
         nn.LSTMCell(3, 4)(jg.zeros(2, 3), [jg.zeros(2, 4), jg.zeros(2, 5)])
+
+
+def test_unpack_and_unpad_sequence_return_the_callers_sequences():
+    rng = np.random.default_rng(8)
+    arrays = [rng.standard_normal((n, 2)).astype(np.float32) for n in (2, 4, 3)]
+    seqs = [jg.tensor(a, requires_grad=True) for a in arrays]
+    back = rnn_utils.unpack_sequence(rnn_utils.pack_sequence(seqs, enforce_sorted=False))
+    assert [tuple(t.shape) for t in back] == [(2, 2), (4, 2), (3, 2)]
+    for got, want in zip(back, arrays, strict=True):
+        np.testing.assert_array_equal(got.detach().numpy(), want)
+    sum([(t * (k + 1)).sum() for k, t in enumerate(back)]).backward()
+    for k, seq in enumerate(seqs):
+        np.testing.assert_array_equal(seq.grad.numpy(), np.full(arrays[k].shape, k + 1.0))
+    for batch_first in (False, True):
+        padded = rnn_utils.pad_sequence(seqs, batch_first=batch_first, padding_value=9.0)
+        shape = tuple(padded.shape)
+        for lengths in ([2, 4, 3], jg.tensor([2, 4, 3])):
+            out = rnn_utils.unpad_sequence(padded, lengths, batch_first=batch_first)
+            for got, want in zip(out, arrays, strict=True):
+                np.testing.assert_array_equal(got.detach().numpy(), want)
+        assert tuple(padded.shape) == shape

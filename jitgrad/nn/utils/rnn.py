@@ -196,5 +196,21 @@ def pack_sequence(sequences: list[Tensor] | tuple[Tensor, ...],
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor | list[int],
+                   batch_first: bool = False) -> list[Tensor]:
+    """Undo `pad_sequence`: the B sequences of a padded (T, B, *) (or (B, T, *)) batch, the
+    b-th its first lengths[b] steps, (lengths[b], *). Views of the input; torch also
+    transposes a time-major input in place, which this leaves alone."""
+    batch_major = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
+    return [seq[:length] for seq, length in zip(batch_major, _lengths_list(lengths),
+                                                 strict=True)]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """Undo `pack_sequence`: the packed sequences, (L_i, *) each, in the caller's order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
+
+
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
-           "pack_sequence"]
+           "pack_sequence", "unpad_sequence", "unpack_sequence"]
