@@ -565,3 +565,200 @@ def test_flatten_parameters_and_all_weights_follow_pytorch():
     assert [[tuple(w.shape) for w in group] for group in gru.all_weights] == \
         [[(12, 3), (12, 4)], [(12, 4), (12, 4)]]
     assert repr(gru) == "GRU(3, 4, num_layers=2, bias=False)"
+
+
+def test_reprs_are_torchs():
+    # torch's RNN repr leaves out the nonlinearity; its RNNCell's shows it
+    assert repr(nn.RNN(3, 4, nonlinearity="relu")) == "RNN(3, 4)"
+    assert repr(nn.RNNCell(3, 4, nonlinearity="relu")) == "RNNCell(3, 4, nonlinearity=relu)"
+    assert repr(nn.RNNCell(3, 4, bias=False)) == "RNNCell(3, 4, bias=False)"
+    assert repr(nn.GRUCell(3, 4, bias=False)) == "GRUCell(3, 4, bias=False)"
+    assert repr(nn.LSTMCell(3, 4)) == "LSTMCell(3, 4)"
+
+
+@pytest.mark.parametrize("cls", [nn.GRU, nn.RNN], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, False), (1, True)])
+def test_gru_and_rnn_outputs_may_be_edited_in_place_before_backward(cls, layers, bidirectional):
+    """torch's GRU and RNN do not save their output: `out += 1` then backward works and
+    leaves the gradients of out.sum() unchanged (the fused op's saved output is not the
+    user's tensor)."""
+    grads = []
+    for edit in (False, True):
+        jg.manual_seed(0)
+        module = cls(3, 4, num_layers=layers, bidirectional=bidirectional)
+        x = jg.tensor(np.random.RandomState(1).randn(5, 2, 3).astype(np.float32),
+                      requires_grad=True)
+        out, h = module(x)
+        if edit:
+            out += 1.0
+            h.mul_(2.0)
+        out.sum().backward()
+        grads.append([x.grad.numpy()] + [p.grad.numpy() for p in module.parameters()])
+    for plain, edited in zip(*grads, strict=True):
+        np.testing.assert_allclose(edited, plain, rtol=1e-6)
+
+
+def test_lstm_output_edited_in_place_fails_backward_as_torchs_in_float32_only():
+    """torch's float32 CPU LSTM saves its output (one direction), so backward after an
+    in-place edit raises; its float64 LSTM does not. The final states are copies."""
+    lstm = nn.LSTM(3, 4)
+    out, (h, c) = lstm(jg.ones(5, 2, 3))
+    h.add_(1.0)
+    c.add_(1.0)
+    (out.sum() + c.sum()).backward()
+    out, _ = lstm(jg.ones(5, 2, 3))
+    out.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+    lstm = nn.LSTM(3, 4).double()
+    x = jg.tensor(np.random.default_rng(7).standard_normal((5, 2, 3)), requires_grad=True)
+    lstm(x)[0].sum().backward()
+    plain = x.grad.numpy().copy()
+    x.grad = None
+    out, _ = lstm(x)
+    out.add_(1.0)
+    out.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), plain, rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [nn.LSTM, nn.GRU, nn.RNN], ids=lambda c: c.__name__)
+def test_input_dtype_and_empty_sequence_errors_are_torchs(cls):
+    module = cls(3, 4)
+    for x in (jg.zeros(5, 2, 3, dtype=jg.float64), jg.zeros(5, 2, 3, dtype=jg.int64)):
+        with pytest.raises(ValueError, match=r"RNN input dtype \(jitgrad\.\w+\) does not "
+                                             r"match weight dtype \(jitgrad\.float32\)"):
+            module(x)
+    with pytest.raises(ValueError, match="does not match weight dtype"):
+        module(rnn_utils.pack_sequence([jg.zeros(2, 3, dtype=jg.float64)]))
+    for x in (jg.zeros(0, 2, 3), jg.zeros(0, 3)):
+        with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+            module(x)
+    with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+        cls(3, 4, batch_first=True)(jg.zeros(2, 0, 3))
+    with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+        jg.compile(module, backend="eager")(jg.zeros(0, 2, 3))
+
+
+def test_lstm_state_errors_are_torchs():
+    lstm = nn.LSTM(3, 4)
+    with pytest.raises(RuntimeError, match=r"hx and cx should also be 3-D but got "
+                                           r"\(2-D, 3-D\) tensors"):
+        lstm(jg.zeros(5, 2, 3), (jg.zeros(2, 4), jg.zeros(1, 2, 4)))
+    with pytest.raises(RuntimeError, match=r"unbatched 2-D input, hx and cx should also be "
+                                           r"2-D but got \(3-D, 2-D\)"):
+        lstm(jg.zeros(5, 3), (jg.zeros(1, 1, 4), jg.zeros(1, 4)))
+    with pytest.raises(IndexError):  # torch reads hx[0], hx[1] of a lone tensor too
+        lstm(jg.zeros(5, 2, 3), jg.zeros(1, 2, 4))
+    out, (h, c) = nn.LSTM(3, 4, num_layers=2)(jg.zeros(5, 2, 3), [jg.ones(2, 2, 4)] * 2)
+    assert tuple(out.shape) == (5, 2, 4) and tuple(c.shape) == (2, 2, 4)
+
+
+@pytest.mark.parametrize("cell_cls", [nn.RNNCell, nn.LSTMCell, nn.GRUCell],
+                         ids=lambda c: c.__name__)
+def test_cell_loop_without_a_state_compiles_to_one_graph(cell_cls):
+    """A cell called without a state inside a compiled loop (the decoder pattern) traces
+    into one graph and gives eager's values and gradients."""
+    cell = cell_cls(3, 4)
+    x = jg.tensor(np.random.default_rng(5).standard_normal((3, 2, 3)).astype(np.float32))
+
+    def run(x):
+        total, state = 0.0, None
+        for t in range(x.shape[0]):
+            state = cell(x[t], state)
+            total = total + (state[0] if isinstance(state, tuple) else state).pow(2).sum()
+        return total
+
+    report = jg.explain(run)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    results = []
+    for fn in (run, jg.compile(run, backend="eager")):
+        cell.zero_grad()
+        loss = fn(x)
+        loss.backward()
+        results.append([loss, *[p.grad for p in cell.parameters()]])
+    for eager, compiled in zip(*results, strict=True):
+        np.testing.assert_allclose(compiled.detach().numpy(), eager.detach().numpy(), rtol=1e-6)
+
+
+def test_packed_sequence_to_cpu_and_dtype_conversions_follow_torch():
+    """`packed.to(device)` as tutorials write it: self when nothing changes; a dtype change
+    converts data only (batch_sizes and the indices keep int64)."""
+    x = jg.tensor(np.random.default_rng(6).standard_normal((3, 5, 2)).astype(np.float32))
+    packed = rnn_utils.pack_padded_sequence(x, [2, 5, 3], batch_first=True,
+                                            enforce_sorted=False)
+    assert packed.to("cpu") is packed and packed.cpu() is packed
+    assert packed.to(jg.float32) is packed and packed.float() is packed
+    assert not packed.is_cuda
+    wide = packed.double()
+    assert isinstance(wide, rnn_utils.PackedSequence) and wide.data.dtype == jg.float64
+    np.testing.assert_array_equal(wide.data.numpy(), packed.data.numpy().astype(np.float64))
+    assert wide.batch_sizes is packed.batch_sizes
+    assert wide.sorted_indices.tolist() == [1, 2, 0] and wide.unsorted_indices.dtype == jg.int64
+    assert packed.long().data.dtype == jg.int64
+    with pytest.raises(RuntimeError, match="CPU only"):
+        packed.cuda()
+    gru = nn.GRU(2, 3, batch_first=True).double()
+    out, h = gru(wide)
+    ref, _ = gru(x.double()[1:2])
+    np.testing.assert_allclose(h[0, 1].detach().numpy(), ref[0, -1].detach().numpy(),
+                               rtol=1e-12)
+    assert out.data.dtype == jg.float64
+
+
+@pytest.mark.parametrize("cell_cls", [nn.RNNCell, nn.LSTMCell, nn.GRUCell],
+                         ids=lambda c: c.__name__)
+def test_cell_state_shape_errors_are_torchs(cell_cls):
+    """A state of the wrong batch or hidden size raises as torch's cells do, where it used
+    to broadcast (a 1-D state beside a batch gave a silently wrong (B, H) result)."""
+    cell = cell_cls(3, 4)
+
+    def state(*shape):
+        return (jg.zeros(*shape), jg.zeros(*shape)) if cell_cls is nn.LSTMCell else \
+            jg.zeros(*shape)
+
+    with pytest.raises(RuntimeError, match="Input batch size 2 doesn't match hidden0 batch "
+                                           "size 4"):
+        cell(jg.zeros(2, 3), state(4))
+    with pytest.raises(RuntimeError, match="Input batch size 3 doesn't match hidden0 batch "
+                                           "size 2"):
+        cell(jg.zeros(3, 3), state(2, 4))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 1, "
+                                           "expected 4"):
+        cell(jg.zeros(3), state(1, 4))
+    with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 5"):
+        cell(jg.zeros(2, 3), state(2, 5))
+    with pytest.raises(RuntimeError, match="inconsistent input_size: got 5 expected 3"):
+        cell(jg.zeros(2, 5))
+    with pytest.raises(ValueError, match="Expected h.* to be 1D or 2D, got 3D"):
+        cell(jg.zeros(2, 3), state(1, 2, 4))
+    out = cell(jg.zeros(3), state(4))
+    assert [tuple(s.shape) for s in (out if isinstance(out, tuple) else (out,))] == \
+        [(4,)] * (2 if cell_cls is nn.LSTMCell else 1)
+
+
+def test_lstm_cell_hx_must_be_a_pair_of_tensors():
+    with pytest.raises(TypeError, match="must be tuple of Tensors, not Tensor"):
+        nn.LSTMCell(3, 4)(jg.zeros(2, 3), jg.zeros(2, 4))
+    with pytest.raises(RuntimeError, match=r"hidden1 has inconsistent hidden_size: got 5"):
+        nn.LSTMCell(3, 4)(jg.zeros(2, 3), [jg.zeros(2, 4), jg.zeros(2, 5)])
+
+
+def test_unpack_and_unpad_sequence_return_the_callers_sequences():
+    rng = np.random.default_rng(8)
+    arrays = [rng.standard_normal((n, 2)).astype(np.float32) for n in (2, 4, 3)]
+    seqs = [jg.tensor(a, requires_grad=True) for a in arrays]
+    back = rnn_utils.unpack_sequence(rnn_utils.pack_sequence(seqs, enforce_sorted=False))
+    assert [tuple(t.shape) for t in back] == [(2, 2), (4, 2), (3, 2)]
+    for got, want in zip(back, arrays, strict=True):
+        np.testing.assert_array_equal(got.detach().numpy(), want)
+    sum([(t * (k + 1)).sum() for k, t in enumerate(back)]).backward()
+    for k, seq in enumerate(seqs):
+        np.testing.assert_array_equal(seq.grad.numpy(), np.full(arrays[k].shape, k + 1.0))
+    for batch_first in (False, True):
+        padded = rnn_utils.pad_sequence(seqs, batch_first=batch_first, padding_value=9.0)
+        shape = tuple(padded.shape)
+        for lengths in ([2, 4, 3], jg.tensor([2, 4, 3])):
+            out = rnn_utils.unpad_sequence(padded, lengths, batch_first=batch_first)
+            for got, want in zip(out, arrays, strict=True):
+                np.testing.assert_array_equal(got.detach().numpy(), want)
+        assert tuple(padded.shape) == shape

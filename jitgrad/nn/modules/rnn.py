@@ -25,7 +25,9 @@ Notes:
 - A direction whose T steps all have the same batch (a padded batch) runs as one
   fused op, `lstm_sequence`, `gru_sequence` or `rnn_sequence` (Note [Fused recurrent
   layers] in jitgrad/eager/ops/recurrent.py): the same equations with the time loop
-  in numpy, so eager mode does not pay ~400 op dispatches per layer.
+  in numpy, so eager mode does not pay ~400 op dispatches per layer. Where torch's
+  output is not saved for its backward (GRU, RNN, float64 LSTM) the layer returns a copy
+  of the op's saved output (`_unsaved`), so in-place edits of it are allowed as in torch.
 - `proj_size` (LSTM with projections) is refused with NotImplementedError.
 """
 
@@ -36,6 +38,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from jitgrad.eager.dtypes import float32
 from jitgrad.eager.ops.activation import sigmoid
 from jitgrad.eager.ops.creation import empty, zeros
 from jitgrad.eager.ops.joining import cat, stack
@@ -206,6 +209,8 @@ class RNNBase(Module):
         steps, batch = x.shape[0], x.shape[1]
         self._check_input(x)
         states = self._initial_states(states, batch, x)
+        if steps == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         output, final = self._run_layers(x.reshape(steps * batch, x.shape[2]),
                                          [batch] * steps, states)
         output = output.reshape(steps, batch, output.shape[1])
@@ -234,15 +239,26 @@ class RNNBase(Module):
         """hx as a tuple of state tensors (None stays None); checks their dimensions."""
         if hx is None:
             return None
-        states = tuple(hx) if self._state_count == 2 else (hx,)
+        states = (hx[0], hx[1]) if self._state_count == 2 else (hx,)
         expected = 3 if batched else 2
-        for s in states:
-            if s.dim() != expected:
-                raise RuntimeError(f"For {'batched 3' if batched else 'unbatched 2'}-D input, "
-                                   f"hx should also be {expected}-D but got {s.dim()}-D tensor")
-        return states
+        dims = [s.dim() for s in states]  # a list, not a generator: traced code runs this
+        if dims == [expected] * len(dims):
+            return states
+        kind = f"{'batched 3' if batched else 'unbatched 2'}-D input"
+        if self._state_count == 2:
+            raise RuntimeError(f"For {kind}, hx and cx should also be {expected}-D but got "
+                               f"({dims[0]}-D, {dims[1]}-D) tensors")
+        raise RuntimeError(f"For {kind}, hx should also be {expected}-D but got {dims[0]}-D "
+                           "tensor")
 
     def _check_input(self, input: Tensor) -> None:
+        """Raises: ValueError if input's dtype is not the weights', RuntimeError if its last
+        size is not input_size (torch's classes and messages)."""
+        weight_dtype = getattr(self, self._flat_weights_names[0]).dtype
+        if input.dtype != weight_dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({weight_dtype}). Convert input: input.to({weight_dtype}), or "
+                             f"convert model: model.to({input.dtype})")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
@@ -311,6 +327,14 @@ class RNNBase(Module):
         return text
 
 
+def _unsaved(output: Tensor) -> Tensor:
+    """A copy of a fused direction's output, a view of what its op saved for the backward:
+    torch's GRU, RNN and float64 LSTM outputs are not saved, so a user may edit them in place
+    (`out += skip`) and still call backward. torch's float32 CPU LSTM (its mkldnn kernel)
+    saves its output and raises there, so that LSTM keeps the view."""
+    return output.clone()
+
+
 def _check_sizes(hidden_size: int, num_layers: int, dropout: float, proj_size: int) -> None:
     """Raises: ValueError/TypeError as torch for bad sizes; NotImplementedError for proj_size."""
     if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or \
@@ -365,7 +389,7 @@ class RNN(RNNBase):
         rows, width = gates_x.shape
         outputs, h = rnn_sequence(gates_x.reshape(steps, rows // steps, width), state[0], w_hh,
                                   reverse, self.nonlinearity == "relu")
-        return outputs.reshape(rows, width), (h,)
+        return _unsaved(outputs.reshape(rows, width)), (h,)
 
 
 class LSTM(RNNBase):
@@ -397,7 +421,8 @@ class LSTM(RNNBase):
         rows, width = gates_x.shape
         outputs, h, c = lstm_sequence(gates_x.reshape(steps, rows // steps, width),
                                       state[0], state[1], w_hh, reverse)
-        return outputs.reshape(rows, self.hidden_size), (h, c)
+        outputs = outputs.reshape(rows, self.hidden_size)
+        return (outputs if gates_x.dtype == float32 else _unsaved(outputs)), (h, c)
 
 
 class GRU(RNNBase):
@@ -430,7 +455,7 @@ class GRU(RNNBase):
         rows, width = gates_x.shape
         outputs, h = gru_sequence(gates_x.reshape(steps, rows // steps, width), state[0], w_hh,
                                   b_hn, reverse)
-        return outputs.reshape(rows, hidden), (h,)
+        return _unsaved(outputs.reshape(rows, hidden)), (h,)
 
 
 class RNNCellBase(Module):
@@ -469,20 +494,61 @@ class RNNCellBase(Module):
         batched = input.dim() == 2
         x = input if batched else input.unsqueeze(0)
         if hx is None:
-            states = tuple(zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
-                           for _ in range(self._state_count))
+            # a list, not a generator: compiled code traces this, and generators break graphs
+            states = tuple([zeros(x.shape[0], self.hidden_size, dtype=x.dtype)
+                            for _ in range(self._state_count)])
         else:
-            states = tuple(hx) if self._state_count == 2 else (hx,)
+            states = self._given_states(hx, batched)
             states = states if batched else tuple([s.unsqueeze(0) for s in states])
+        self._check_sizes(x, states)
         states = self._step(F.linear(x, self.weight_ih, self.bias_ih), states,
                             self.weight_hh, self.bias_hh)
         states = states if batched else tuple([s.squeeze(0) for s in states])
         return states if self._state_count == 2 else states[0]
 
+    def _given_states(self, hx: Any, batched: bool) -> State:
+        """hx as a tuple of state tensors, each 1-D or 2-D.
+
+        Raises: TypeError for an LSTMCell's batched hx that is not a tuple or list (torch's
+        lstm_cell argument error); ValueError for a state of another dimension.
+        """
+        name = type(self).__name__
+        if self._state_count == 1:
+            if hx.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {hx.dim()}D "
+                                 "instead")
+            return (hx,)
+        if batched and not isinstance(hx, (tuple, list)):
+            raise TypeError("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, "
+                            f"not {type(hx).__name__}")
+        states = (hx[0], hx[1])
+        for k, state in enumerate(states):
+            if state.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hx[{k}] to be 1D or 2D, got {state.dim()}D "
+                                 "instead")
+        return states
+
+    def _check_sizes(self, x: Tensor, states: State) -> None:
+        """Raises: RuntimeError with torch's message when x (B, in) or a state (B, H) has
+        another input size, batch or hidden size (a 1-D state beside a batch included)."""
+        if x.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected "
+                               f"{self.input_size}")
+        for k, state in enumerate(states):
+            if state.shape[0] != x.shape[0]:
+                raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{k} "
+                                   f"batch size {state.shape[0]}")
+            hidden = state.shape[1] if state.dim() > 1 else None
+            if state.dim() != 2 or hidden != self.hidden_size:
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {hidden}, "
+                                   f"expected {self.hidden_size}")
+
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         if not self.bias:
             text += ", bias=False"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":  # RNNCell only, as torch's
+            text += f", nonlinearity={self.nonlinearity}"
         return text
 
 

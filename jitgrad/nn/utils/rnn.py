@@ -15,11 +15,11 @@ value: inside `jitgrad.compile` that reading ends the graph.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from jitgrad.eager.dtypes import int64
+from jitgrad.eager.dtypes import float32, float64, int64
 from jitgrad.eager.ops.creation import full, tensor
 from jitgrad.eager.ops.joining import cat, stack
 from jitgrad.eager.tensor import Tensor
@@ -36,6 +36,37 @@ class PackedSequence(NamedTuple):
     batch_sizes: Tensor
     sorted_indices: Tensor | None = None
     unsorted_indices: Tensor | None = None
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """`data.to(*args, **kwargs)`: self when that returns data itself, else a copy with
+        the indices on the new data's device and batch_sizes unchanged (torch's rule)."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        sorted_indices, unsorted_indices = [
+            None if t is None else t.to(data.device)
+            for t in (self.sorted_indices, self.unsorted_indices)]
+        return PackedSequence(data, self.batch_sizes, sorted_indices, unsorted_indices)
+
+    def cpu(self) -> PackedSequence:
+        return self.to("cpu")
+
+    def cuda(self) -> PackedSequence:
+        """Raises: RuntimeError (jitgrad runs on the CPU only), as Tensor.cuda."""
+        return self.to("cuda")
+
+    def double(self) -> PackedSequence:
+        return self.to(dtype=float64)
+
+    def float(self) -> PackedSequence:
+        return self.to(dtype=float32)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtype=int64)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
 
 
 def _lengths_list(lengths: Tensor | list[int] | tuple[int, ...]) -> list[int]:
@@ -165,5 +196,21 @@ def pack_sequence(sequences: list[Tensor] | tuple[Tensor, ...],
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor | list[int],
+                   batch_first: bool = False) -> list[Tensor]:
+    """Undo `pad_sequence`: the B sequences of a padded (T, B, *) (or (B, T, *)) batch, the
+    b-th its first lengths[b] steps, (lengths[b], *). Views of the input; torch also
+    transposes a time-major input in place, which this leaves alone."""
+    batch_major = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
+    return [seq[:length] for seq, length in zip(batch_major, _lengths_list(lengths),
+                                                 strict=True)]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """Undo `pack_sequence`: the packed sequences, (L_i, *) each, in the caller's order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
+
+
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
-           "pack_sequence"]
+           "pack_sequence", "unpad_sequence", "unpack_sequence"]
