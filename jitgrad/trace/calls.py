@@ -97,6 +97,10 @@ def to_python(tx: Any, var: Var) -> Any:
         return [to_python(tx, v) for v in var.items]
     if isinstance(var, DictVar):
         return {k: to_python(tx, v) for k, v in var.items.items()}
+    if isinstance(var, (IteratorVar, GeneratorVar)):
+        # real code gets an iterator over its items (`clip_grad_norm_(m.parameters(), 1)`):
+        # the generator runs to its end first, so the code sees the same items in order
+        return iter([to_python(tx, v) for v in unpack_iterable(tx, var)])
     raise Unsupported("UNSUPPORTED_VALUE", f"cannot pass a {type(var).__name__} to a jitgrad "
                       "function while tracing")
 
@@ -131,6 +135,14 @@ def next_item(tx: Any, iterator: Var) -> Var | None:
         iterator.position += 1
         return iterator.items[iterator.position - 1]
     return None
+
+
+def returned_value(iterator: Var) -> Var:
+    """What an exhausted iterator returned (a generator's `return` value; else None): the
+    value of a `yield from` over it."""
+    if isinstance(iterator, GeneratorVar) and iterator.frame.return_value is not None:
+        return iterator.frame.return_value
+    return ConstVar(None)
 
 
 def unpack_iterable(tx: Any, var: Var) -> list[Var]:

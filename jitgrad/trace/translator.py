@@ -57,7 +57,8 @@ OPERATORS = {
 # function that yields, a class whose __iter__ yields) is traced lazily, as CPython runs
 # it: calling it makes a Translator for its frame without running it (a GeneratorVar);
 # each item its consumer asks for (FOR_ITER, sum/any/all/list/...) runs that frame to its
-# next YIELD_VALUE, and the value of the yield expression is None (nothing is sent).
+# next YIELD_VALUE, and the value of the yield expression is None (nothing is sent);
+# `yield from` delegates item by item (SEND).
 # So its ops are recorded interleaved with the consumer's, in eager's order, and `any` or
 # `all` stop the generator where eager stops it. A graph break inside the generator's
 # body breaks at the consumer in the compiled frame; a generator still alive at a break
@@ -305,6 +306,20 @@ class Translator:
 
     def YIELD_VALUE(self, inst: dis.Instruction) -> None:
         self.yielded = self.pop()
+
+    def GET_YIELD_FROM_ITER(self, inst: dis.Instruction) -> None:  # `yield from x`
+        self.GET_ITER(inst)
+
+    def SEND(self, inst: dis.Instruction) -> None:
+        """`yield from`'s step: the delegate's next item, or (exhausted) its return value
+        and a jump past the loop. Nothing is sent into a traced generator."""
+        self.pop()
+        item = calls.next_item(self, self.stack[-1])
+        if item is not None:
+            self.push(item)
+            return
+        self.push(calls.returned_value(self.pop()))
+        self.jump_to(inst.argval)
 
     # ----- operators ------------------------------------------------------------------
     def BINARY_OP(self, inst: dis.Instruction) -> None:

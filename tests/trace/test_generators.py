@@ -32,6 +32,18 @@ class Blocks:
 BLOCKS = Blocks(3)
 
 
+def _delegate(x):
+    yield x
+    yield x * 2
+    return 7
+
+
+def _delegating(x):
+    returned = yield from _delegate(x)  # the delegate's items, then its return value
+    yield x * returned
+    yield from [x + 1, x + 2]
+
+
 def _endless():
     k = 0
     while True:
@@ -54,6 +66,8 @@ PROGRAMS = {
     "zip_with_an_endless_generator": lambda x, y: [
         x * k for k, _ in zip(_endless(), "abc", strict=False)],
     "nested_genexpr": lambda x, y: sum(sum(v * k for k in range(2)) for v in (x, y)),
+    "yield_from": lambda x, y: list(_delegating(x)),
+    "generator_passed_to_a_jitgrad_function": lambda x, y: jg.cat(t * 2 for t in (x, y)),
 }
 
 
