@@ -46,9 +46,12 @@ from jitgrad.eager.ops.random import *  # noqa: F403
 from jitgrad.eager.ops.reduction import *  # noqa: F403
 from jitgrad.eager.ops.shape import *  # noqa: F403
 from jitgrad.eager.legacy_types import *  # noqa: F403
+from jitgrad.eager.ops import out as _out
 from jitgrad.eager.printing import get_printoptions, set_printoptions
 from jitgrad.eager.tensor import Size, Tensor, device
 from jitgrad.eager.type_info import finfo, iinfo
+
+_out.install(globals())  # torch's functions that take out= (jitgrad.eager.ops.out)
 
 from jitgrad import autograd, cuda, distributed, linalg, nn, optim, special, utils  # noqa: E402  (after the Tensor methods exist)
 from jitgrad import distributions  # noqa: E402

@@ -52,8 +52,10 @@ __all__ = ["softmin", "glu"]
 
 
 def parameters(function: Callable[..., Any]) -> list[inspect.Parameter]:
-    """The parameters of an activation after its input, in order, with their defaults."""
-    return list(inspect.signature(function).parameters.values())[1:]
+    """The parameters of an activation after its input, in order, with their defaults (not
+    the declared op's keyword `out=`: torch.nn.functional has none)."""
+    return [p for p in list(inspect.signature(function).parameters.values())[1:]
+            if p.kind is not p.KEYWORD_ONLY]
 
 
 def publish(name: str, value: Any, modules: tuple[str, ...]) -> None:

@@ -58,8 +58,9 @@ def test_parameters_bind_by_position_and_keyword():
     by_keyword = jg.nan_to_num(x, neginf=-2.0, posinf=2.0, nan=1.0).numpy()
     np.testing.assert_array_equal(by_position, [1.0, 2.0, -2.0, 1.0])
     np.testing.assert_array_equal(by_keyword, by_position)
-    assert str(inspect.signature(jg.nan_to_num)) == "(input, nan=0.0, posinf=None, neginf=None)"
-    assert str(inspect.signature(jg.threshold)) == "(input, threshold, value)"
+    assert str(inspect.signature(jg.nan_to_num)) == \
+        "(input, nan=0.0, posinf=None, neginf=None, *, out=None)"  # torch's, out= included
+    assert str(inspect.signature(jg.threshold)) == "(input, threshold, value, *, out=None)"
 
 
 @pytest.mark.parametrize(("call", "message"), [

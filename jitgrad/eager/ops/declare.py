@@ -82,6 +82,7 @@ from jitgrad.eager.ops._binary import (
     unary,
 )
 from jitgrad.eager.ops.inplace import apply_inplace
+from jitgrad.eager.ops.out import check_out_grad, write_out
 from jitgrad.eager.ops.registry import OpDef, register
 from jitgrad.eager.tensor import Tensor, as_tensor_operand
 
@@ -163,9 +164,14 @@ def binary_op(name: str, forward: Callable, backward: Callable | None = None, *,
     namespace = {"__name__": sys._getframe(1).f_globals["__name__"], "binary": binary, "op": op,
                  "validate": _binary_validation(name, operands, numbers, require_float, check),
                  "to_float": to_float}
-    function = define(name, [(first, REQUIRED), (second, REQUIRED)],
+    namespace.update(check_out_grad=check_out_grad, write_out=write_out)
+    function = define(name, [(first, REQUIRED), (second, REQUIRED), ("*", None), ("out", None)],
                       f"validate({first}, {second})\n"
-                      f"return binary(op, {first}, {second}, to_float=to_float)", namespace, doc)
+                      "if out is None:\n"
+                      f"    return binary(op, {first}, {second}, to_float=to_float)\n"
+                      f"check_out_grad({name!r}, out, {first}, {second})\n"
+                      f"return write_out({name!r}, binary(op, {first}, {second}, "
+                      "to_float=to_float), out)", namespace, doc)
     function.op = op  # type: ignore[attr-defined]
     function.aliases = ()  # type: ignore[attr-defined]
     DECLARED[name] = function
@@ -207,7 +213,7 @@ def define(name: str, arguments: list[tuple[str, Any]], body: str, namespace: di
     the tracer reads its bytecode like any function's."""
     names = []
     for argument, default in arguments:
-        if default is REQUIRED:
+        if argument == "*" or default is REQUIRED:  # "*": the keyword-only ones follow
             names.append(argument)
         else:
             namespace[f"_default_{argument}"] = default
@@ -300,27 +306,39 @@ def _validation(guard: Callable[[Any], None] | None,
 def _entry(op: OpDef, params: dict[str, Any], to_float: bool,
            validate: Callable[..., dict[str, Any] | None] | None) -> Callable[..., Tensor]:
     """The public function: `name(input, *params)` with the declared defaults."""
+    name = op.name
     if not params:
         if validate is None:
-            def function(input: Tensor) -> Tensor:
-                return unary(op, input, to_float=to_float)
+            def function(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+                if out is None:
+                    return unary(op, input, to_float=to_float)
+                check_out_grad(name, out, input)
+                return write_out(name, unary(op, input, to_float=to_float), out)
         else:
-            def function(input: Tensor) -> Tensor:
+            def function(input: Tensor, *, out: Tensor | None = None) -> Tensor:
                 validate(input)
-                return unary(op, input, to_float=to_float)
+                if out is None:
+                    return unary(op, input, to_float=to_float)
+                check_out_grad(name, out, input)
+                return write_out(name, unary(op, input, to_float=to_float), out)
         return function
-    bind = _binder(op.name, params)
+    bind = _binder(name, params)
 
-    def function_with_params(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    def function_with_params(input: Tensor, *args: Any, out: Tensor | None = None,
+                             **kwargs: Any) -> Tensor:
         values = bind(args, kwargs)
         if validate is not None:
             values = validate(input, **values) or values
-        return unary(op, input, to_float=to_float, **values)
+        if out is None:
+            return unary(op, input, to_float=to_float, **values)
+        check_out_grad(name, out, input)
+        return write_out(name, unary(op, input, to_float=to_float, **values), out)
 
+    keyword = inspect.Parameter.KEYWORD_ONLY
     function_with_params.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
         + [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
-           for p, d in params.items()])
+           for p, d in params.items()] + [inspect.Parameter("out", keyword, default=None)])
     return function_with_params
 
 
