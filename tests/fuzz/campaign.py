@@ -27,12 +27,16 @@ def check(program: Program, backends, torch_worker=None) -> dict:
         if backend in ("numpy", "torch"):
             keep = [i for i, r in enumerate(ref) if "raise" not in r or backend == "torch"]
             ref_b, got_b = [ref[i] for i in keep], [got[i] for i in keep]
+            exact = results.get("numpy") if backend == "torch" else None
             diff = compare.compare(program, ref_b, got_b, typed=backend == "torch",
-                                   other_rounding=backend == "torch")
+                                   other_rounding=backend == "torch",
+                                   exact_results=None if exact is None else [
+                                       exact[i] for i in keep])
             if diff is not None:
                 diff = (keep[diff[0]], diff[1])
         else:
-            diff = compare.compare(program, ref, got, sink=True)
+            diff = compare.compare(program, ref, got, sink=True,
+                                   exact_results=results.get("numpy"))
         if diff is not None:
             found[backend] = diff
     return found

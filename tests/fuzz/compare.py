@@ -117,10 +117,35 @@ def describe_diff(ref: dict, got: dict, tol: float, scale: float, typed: bool,
     return values(ref["values"], got["values"], tol, scale, overflow_order)
 
 
+def as_accurate_as_reference(ref: dict, got: dict, exact: dict | None, tol: float,
+                             scale: float) -> bool:
+    """Whether values that differ from eager's beyond the model are, at their worst, no
+    further from the float64 numpy translation (`exact`) than eager's are at theirs (twice
+    that, plus the model's tolerance): then both are float32 rounding of an ill-conditioned
+    value, such as a dot product whose large terms cancel (`c * x.sum().item() @ ...t()`:
+    terms of 5600 summing to 0.65), whose rounding the model's scale (inputs and outputs)
+    does not see. A wrong value misses by more than eager's own worst rounding."""
+    if exact is None or "values" not in exact or "values" not in ref or "values" not in got:
+        return False
+    e, g, n = (np.asarray(d["values"], np.float64) for d in (ref, got, exact))
+    if not e.shape == g.shape == n.shape:
+        return False
+    finite = np.isfinite(e) & np.isfinite(g) & np.isfinite(n)
+    if not np.array_equal(np.isfinite(e), np.isfinite(g)):
+        return False
+    if not finite.any():
+        return True
+    eager_worst = np.abs(e - n)[finite].max()
+    bound = 2 * eager_worst + tol * (np.abs(n[finite]).max() + scale)
+    return bool(np.abs(g - n)[finite].max() <= bound)
+
+
 def compare_call(program, call_index, ref: dict, got: dict, typed: bool,
-                 other_rounding: bool = False) -> list:
+                 other_rounding: bool = False, exact: dict | None = None) -> list:
     """Mismatches of one call (typed: compare dtypes and grads, false for numpy;
-    other_rounding: `got` rounds in its own order, as torch's vectorized kernels do)."""
+    other_rounding: `got` rounds in its own order, as torch's vectorized kernels do;
+    exact: the float64 numpy translation's results of the call, if any, which decide
+    value mismatches of outputs as `as_accurate_as_reference` says)."""
     if "raise" in ref or "raise" in got:
         if "raise" in ref and "raise" in got:
             return [] if ref["raise"] == got["raise"] else [
@@ -149,6 +174,10 @@ def compare_call(program, call_index, ref: dict, got: dict, typed: bool,
         for j, (r, g) in enumerate(zip(ref[key], got[key], strict=False)):
             tol = 16 * eps_of(program, call, r) * depth
             kind = describe_diff(r, g, tol, scale, typed, overflow_order_of(program))
+            if kind == "value" and key == "outputs" and exact is not None and \
+                    j < len(exact.get(key, ())) and \
+                    as_accurate_as_reference(r, g, exact[key][j], tol, scale):
+                kind = None
             if kind is not None:
                 out.append((prefix + kind, f"{key}[{j}]: {summary(r)} vs {summary(g)}"))
     if typed and ref.get("backward") != got.get("backward"):
@@ -166,10 +195,13 @@ def summary(desc: dict) -> str:
 
 
 def compare(program, ref_results, got_results, typed=True, sink=False,
-            other_rounding=False) -> tuple | None:
-    """(call index, mismatches) of the first call that differs, or None."""
+            other_rounding=False, exact_results=None) -> tuple | None:
+    """(call index, mismatches) of the first call that differs, or None; `exact_results`:
+    the numpy translation's, one per call (see `compare_call`)."""
     for i, (ref, got) in enumerate(zip(ref_results, got_results, strict=False)):
-        found = compare_call(program, i, ref, got, typed, other_rounding)
+        exact = exact_results[i] if exact_results is not None and i < len(exact_results) \
+            and "raise" not in exact_results[i] else None
+        found = compare_call(program, i, ref, got, typed, other_rounding, exact)
         if sink and "sink" in ref and "sink" in got and ref["sink"] != got["sink"]:
             found.append(("sink", f"{ref['sink']!r} vs {got['sink']!r}"))
         if found:

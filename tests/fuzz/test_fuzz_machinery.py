@@ -21,6 +21,20 @@ def test_values_accept_rounding_and_reject_nan_inf_and_real_errors():
     assert compare.values(np.array([1, 2]), np.array([1, 3]), 1e-6, 1.0) == "value"
 
 
+def test_an_ill_conditioned_value_passes_only_as_close_to_float64_as_eager_is():
+    # seed 606014: a dot product whose terms of ~5600 cancel to 0.6547 (float64); eager's
+    # float32 gives 0.6704, another summation order 0.6380: both rounding, equally far
+    exact = {"values": np.array([0.6546537878602976, 2.0])}
+    eager = {"values": np.array([0.67041194, 2.0], np.float32)}
+    other_order = {"values": np.array([0.6380234, 2.0], np.float32)}
+    wrong_elsewhere = {"values": np.array([0.6546, 2.5], np.float32)}
+    wrong_here = {"values": np.array([0.75, 2.0], np.float32)}
+    assert compare.as_accurate_as_reference(eager, other_order, exact, 1e-5, 1.0)
+    assert not compare.as_accurate_as_reference(eager, wrong_elsewhere, exact, 1e-5, 1.0)
+    assert not compare.as_accurate_as_reference(eager, wrong_here, exact, 1e-5, 1.0)
+    assert not compare.as_accurate_as_reference(eager, other_order, None, 1e-5, 1.0)
+
+
 def test_near_overflow_matmul_results_compare_by_having_overflowed():
     ref = np.array([np.inf, -2.5e38, 1.0], dtype=np.float32)
     got = np.array([np.nan, -np.inf, 1.0], dtype=np.float32)
