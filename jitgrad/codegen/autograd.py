@@ -494,7 +494,13 @@ def without_tangents(backward: Graph, absent: frozenset[int],
                 if sources - absent else None
         outputs.append(copies.get(g, g) if isinstance(g, GraphNode) else g)
     pruned.output(tuple(outputs))
+    pruned.eliminate_dead_code()  # what only fed the pruned terms (and the saved values it read)
     return pruned
+
+
+def _saved_read(backward: Graph) -> tuple[bool, ...]:
+    """Per saved value (the `saved_*` placeholders, in order), whether `backward` reads it."""
+    return tuple(bool(p.users) for p in backward.placeholders if p.target.startswith("saved_"))
 
 
 def _same_meta(a: GraphNode, b: GraphNode) -> bool:
@@ -563,11 +569,6 @@ class CompiledFunctionBackward(Node):
         saved = self.saved
         if saved is None:
             raise RuntimeError(ERR_FREED)
-        saved.check(self, self._modified_output)
-        for sources, message in self.region.joint.overwritten:
-            if any(grad_outputs[j] is not None for j in sources):
-                raise RuntimeError(message)
-        values = [v if isinstance(v, Tensor) else Tensor._make(v) for v in saved.values]
         tangents, absent = [], []
         for i, (grad, meta) in enumerate(zip(grad_outputs, self.output_metadata, strict=True)):
             if meta is None:
@@ -575,7 +576,14 @@ class CompiledFunctionBackward(Node):
             if grad is None:
                 absent.append(i)
             tangents.append(Tensor._make(np.zeros(*meta) if grad is None else grad))
-        backward = self.region.backward_for(frozenset(absent))
+        backward, read = self.region.backward_for(frozenset(absent))
+        # only what this backward reads is version-checked: eager checks a saved value when
+        # the node saving it runs, and runs only the nodes a gradient reaches
+        saved.check(self, self._modified_output, read)
+        for sources, message in self.region.joint.overwritten:
+            if any(grad_outputs[j] is not None for j in sources):
+                raise RuntimeError(message)
+        values = [v if isinstance(v, Tensor) else Tensor._make(v) for v in saved.values]
         try:
             grads = backward(*values, *tangents)
         except Exception as err:  # at the forward line whose backward raised
@@ -619,17 +627,18 @@ class CompiledRegion:
         self.backward = backward
         self.fusion_groups = fusion_groups
         self.compile_graph = compile_graph
-        self._partial: dict[frozenset[int], Callable[..., tuple]] = {}
+        self._partial: dict[frozenset[int], tuple[Callable[..., tuple], tuple[bool, ...]]] = {
+            frozenset(): (backward, _saved_read(joint.backward))}
 
-    def backward_for(self, absent: frozenset[int]) -> Callable[..., tuple]:
+    def backward_for(self, absent: frozenset[int]) -> tuple[Callable[..., tuple],
+                                                             tuple[bool, ...]]:
         """The compiled backward for a call where the user outputs `absent` got no
-        gradient (Note [Outputs without a gradient]), compiled once per such set."""
-        if not absent:
-            return self.backward
+        gradient (Note [Outputs without a gradient]), compiled once per such set, and
+        which saved values it reads."""
         found = self._partial.get(absent)
         if found is None:
-            found = self._partial[absent] = self.compile_graph(
-                without_tangents(self.joint.backward, absent, self.joint.reach))
+            graph = without_tangents(self.joint.backward, absent, self.joint.reach)
+            found = self._partial[absent] = (self.compile_graph(graph), _saved_read(graph))
         return found
 
     def show(self) -> str:

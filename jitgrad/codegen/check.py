@@ -417,8 +417,10 @@ class _CheckingRegion(CompiledRegion):
                          region.compile_graph)
         self._check = check
 
-    def backward_for(self, absent: frozenset[int]) -> Callable[..., tuple]:
-        return self._check(absent)
+    def backward_for(self, absent: frozenset[int]) -> tuple[Callable[..., tuple],
+                                                             tuple[bool, ...]]:
+        """The checking backward, and what the region's own backward reads."""
+        return self._check(absent), super().backward_for(absent)[1]
 
 
 class _GradientCheck:
@@ -436,7 +438,7 @@ class _GradientCheck:
 
     def __call__(self, *values: Any) -> tuple:
         joint = self.checked.region.joint
-        grads = self.checked.region.backward_for(self.absent)(*values)
+        grads = self.checked.region.backward_for(self.absent)[0](*values)
         tangents = values[len(joint.saved):]
         wanted = [i for i, needed in enumerate(joint.grad_inputs) if needed]
         got = [i for i, d in enumerate(joint.differentiable) if d and i not in self.absent]

@@ -191,8 +191,15 @@ class SavedValues:
         self.counters = counters
         self.versions = versions
 
-    def check(self, node: Node, output: Callable[[int], Tensor]) -> None:
+    def check(self, node: Node, output: Callable[[int], Tensor],
+              read: Sequence[bool] | None = None) -> None:
+        """Raise eager's "modified by an inplace operation" error for a saved value whose
+        version changed; `read`: per value, whether this backward reads it (a compiled
+        region's backward for some outputs reads only some, as eager runs only the nodes
+        a gradient reaches)."""
         for i, counter in enumerate(self.counters):
+            if read is not None and not read[i]:
+                continue
             if counter is not None:
                 if counter.value != self.versions[i]:
                     self._raise_modified(node, i, output)

@@ -267,6 +267,17 @@ def written_saved_value_below_an_output_without_gradient(x, y):
     return out.detach(), y * 3.0
 
 
+def saves_an_input_for_an_output_the_loss_skips(x, y):
+    return x * 2.0, y.amax()  # amax saves y; the loss reads only the first output
+
+
+def input_saved_for_a_skipped_output_written_in_the_region(x, y):
+    peak = y.amax()
+    with jg.no_grad():
+        y.add_(1.0)
+    return x * 2.0, peak
+
+
 def promoted_input_written_in_the_region(x, y):
     out = x / (y.abs() + 1.0)  # x is cast to y's dtype; eager saves x itself
     x.zero_()
@@ -299,6 +310,13 @@ SAVED_WRITES = [
          options={"after": write_first_output}),
     Case("saved_input_written_after", saves_its_inputs, options={"after": write_second_input}),
     Case("saved_input_written_inside_the_region", input_written_after_being_saved),
+    # eager checks a saved value only when a gradient reaches the node saving it (seed 608017)
+    Case("input_saved_for_an_output_without_gradient_written_after",
+         saves_an_input_for_an_output_the_loss_skips,
+         options={"after": write_second_input, "loss": first_output}),
+    Case("input_saved_for_an_output_without_gradient_written_in_the_region",
+         input_saved_for_a_skipped_output_written_in_the_region,
+         options={"loss": first_output}),
     *SAVED_WRITES_IN_THE_REGION,
 ]
 SAVED_WRITE_WORDS = "modified by an inplace operation"
