@@ -9,7 +9,8 @@ import jitgrad as jg
 from tests.trace.test_layout import INPUTS, VIEWS_AND_OPS, layout, layout_program, outcome
 
 
-@pytest.mark.parametrize("name", ["t", "add_t", "col_step", "t_contiguous", "t_view", "expand"])
+@pytest.mark.parametrize("name", ["t", "add_t", "col_step", "t_contiguous", "t_view", "expand",
+                                  "square_matmul", "sort"])
 def test_layout_inside_compiled_code_is_eager(name):
     program = layout_program(VIEWS_AND_OPS[name])
     compiled = jg.compile(program, backend="numba")

@@ -245,16 +245,26 @@ LAYOUT_OPS = {
     "sum_keepdim": lambda x: x.sum(-1, keepdim=True), "amax_keepdim": lambda x: x.amax(0, keepdim=True),
     "cat": lambda x: jg.cat([x, x]), "roll": lambda x: x.roll(1, 0), "gather": lambda x: x.gather(
         -1, jg.zeros(x.shape, dtype=jg.int64)),
+    # results of an elementwise op's shape that are no elementwise op's (fuzz seed 622135:
+    # a square matmul of transposed operands came out transposed, and view(-1) refused it)
+    "matmul_self_t": lambda x: x @ x.transpose(-1, -2),
+    "square_mm": lambda x: x[..., :2, :2] @ x[..., :2, :2],
+    "linear_square": lambda x: F.linear(x[..., :2, :2], x[-1, :2, :2] if x.dim() == 3 else x[:2, :2]),
+    "einsum_square": lambda x: jg.einsum("...ij,...jk->...ik", x[..., :2, :2], x[..., :2, :2]),
+    "index_select_all": lambda x: x.index_select(-1, jg.arange(x.shape[-1])),
+    "take_along_dim": lambda x: jg.take_along_dim(x, jg.zeros(x.shape, dtype=jg.int64), -1),
+    "argsort": lambda x: x.argsort(-1), "sort_indices": lambda x: x.sort(-1)[1],
 }
 # torch 2.13's (strides, is_contiguous) for each op and input above
 TORCH_LAYOUTS = {
     "transposed": {"exp": [1, 4], "mul_contiguous": [1, 4], "contiguous_mul": [3, 1],
                    "where": [1, 4], "clone": [1, 4], "double": [1, 4], "sort": [1, 4],
-                   "flip": [1, 4], "zeros_like": [1, 4], "full_like": [1, 4]},
+                   "flip": [1, 4], "zeros_like": [1, 4], "full_like": [1, 4],
+                   "argsort": [1, 4], "sort_indices": [1, 4]},
     "permuted": {"exp": [1, 12, 4], "mul_contiguous": [1, 12, 4], "contiguous_mul": [6, 3, 1],
                  "where": [1, 12, 4], "clone": [1, 12, 4], "double": [1, 12, 4],
                  "sort": [1, 12, 4], "flip": [1, 12, 4], "zeros_like": [1, 12, 4],
-                 "full_like": [1, 12, 4]},
+                 "full_like": [1, 12, 4], "argsort": [1, 12, 4], "sort_indices": [1, 12, 4]},
     "sliced": {"exp": [8, 4, 1], "clone": [8, 4, 1], "zeros_like": [8, 4, 1]},
     "expanded": {"exp": [4, 1], "clone": [4, 1], "double": [4, 1], "zeros_like": [4, 1]},
 }

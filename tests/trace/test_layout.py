@@ -48,6 +48,8 @@ VIEWS_AND_OPS = {
     "select_t": lambda x: x.t()[2], "squeeze": lambda x: x[:1].squeeze(0),
     "diagonal": lambda x: x.diagonal(), "movedim": lambda x: x.unsqueeze(0).movedim(0, 2),
     "layer_norm": lambda x: F.layer_norm(x, (4,)), "mean_t": lambda x: x.t().mean(0),
+    "square_matmul": lambda x: x[:3, :3] @ x[:3, :3].t(), "sort": lambda x: x.sort(-1)[0],
+    "argsort_t": lambda x: x.t().argsort(0),
 }
 
 

@@ -106,16 +106,16 @@ LOGICAL_XOR = register("logical_xor", np.logical_xor, inputs=AB, scalar_kinds=AN
                        scalar=lambda s, a, b: (a != 0) != (b != 0))
 LOGICAL_NOT = register("logical_not", np.logical_not, inputs=X, scalar_kinds=ANY_KIND,
                        scalar=lambda s, x: x == 0)
-BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB)
-BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB)
-BITWISE_XOR = register("bitwise_xor", np.bitwise_xor, inputs=AB)
-BITWISE_NOT = register("bitwise_not", np.invert, inputs=X)
+BITWISE_AND = register("bitwise_and", np.bitwise_and, inputs=AB, elementwise=True)
+BITWISE_OR = register("bitwise_or", np.bitwise_or, inputs=AB, elementwise=True)
+BITWISE_XOR = register("bitwise_xor", np.bitwise_xor, inputs=AB, elementwise=True)
+BITWISE_NOT = register("bitwise_not", np.invert, inputs=X, elementwise=True)
 # numpy's shifts already give PyTorch's results for shifts outside [0, bits): 0, or -1 for
 # a negative value shifted right
-LEFT_SHIFT = register("bitwise_left_shift", np.left_shift, inputs=AB)
-RIGHT_SHIFT = register("bitwise_right_shift", np.right_shift, inputs=AB)
-GCD = register("gcd", np.gcd, inputs=AB)
-LCM = register("lcm", np.lcm, inputs=AB)
+LEFT_SHIFT = register("bitwise_left_shift", np.left_shift, inputs=AB, elementwise=True)
+RIGHT_SHIFT = register("bitwise_right_shift", np.right_shift, inputs=AB, elementwise=True)
+GCD = register("gcd", np.gcd, inputs=AB, elementwise=True)
+LCM = register("lcm", np.lcm, inputs=AB, elementwise=True)
 
 
 def logical_and(input: Any, other: Any) -> Tensor:
@@ -229,9 +229,9 @@ def _invert(self: Tensor) -> Tensor:
 
 # ----- NaN / inf tests and whole-tensor comparisons ------------------------------------
 
-ISNAN = register("isnan", np.isnan, inputs=X)
-ISINF = register("isinf", np.isinf, inputs=X)
-ISFINITE = register("isfinite", np.isfinite, inputs=X)
+ISNAN = register("isnan", np.isnan, inputs=X, elementwise=True)
+ISINF = register("isinf", np.isinf, inputs=X, elementwise=True)
+ISFINITE = register("isfinite", np.isfinite, inputs=X, elementwise=True)
 
 
 def isnan(input: Tensor) -> Tensor:
@@ -268,7 +268,7 @@ def _check_same_dtype(a: Tensor, b: Tensor) -> None:
             "other.to(input.dtype)")
 
 
-ISCLOSE = register("isclose", np.isclose, inputs=AB)
+ISCLOSE = register("isclose", np.isclose, inputs=AB, elementwise=True)
 
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
@@ -406,7 +406,7 @@ MASKED_FILL = register("masked_fill", lambda x, mask, value: np.where(mask, valu
                        _masked_fill_backward, inputs=("input", "mask", "value"), saves=("mask",),
                        source="g where not filled; the value gets the filled positions' sum",
                        scalar=lambda s, x, mask, value: s.where(mask, value, x),
-                       scalar_kinds=ANY_KIND)
+                       scalar_kinds=ANY_KIND, elementwise=False)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:

@@ -122,7 +122,8 @@ def pointwise_op(name: str, forward: Callable, backward: Callable | None = None,
     """Declare the unary pointwise op `name` (Note [Declaring an op once]); returns its
     public function, whose `.op` is the OpDef."""
     op = register(name, forward, backward, inputs=("x",), saves=saves, source=source,
-                  node_name=node_name, scalar=scalar, scalar_kinds=scalar_kinds)
+                  node_name=node_name, scalar=scalar, scalar_kinds=scalar_kinds,
+                  elementwise=True)
     validate = _validation(_dtype_guard(to_float, require_float, refuse_bool), check)
     function = _entry(op, params or {}, to_float, validate)
     function.__name__ = function.__qualname__ = name
@@ -159,7 +160,7 @@ def binary_op(name: str, forward: Callable, backward: Callable | None = None, *,
     then `check(input, other)`; returns the function, whose `.op` is the OpDef."""
     assert numbers in ("none", "other", "one"), numbers
     op = register(name, forward, backward, inputs=inputs, saves=saves, source=source,
-                  scalar=scalar, scalar_kinds=scalar_kinds)
+                  scalar=scalar, scalar_kinds=scalar_kinds, elementwise=True)
     first, second = operands
     namespace = {"__name__": sys._getframe(1).f_globals["__name__"], "binary": binary, "op": op,
                  "validate": _binary_validation(name, operands, numbers, require_float, check),

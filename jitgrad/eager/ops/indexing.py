@@ -88,7 +88,7 @@ INDEX_ADD_INTO = register("index_add_into", _index_add_into_forward, _index_add_
                           source="adjoint of indexing: index the gradient")
 INDEX_PUT = register("index_put", _put_forward, _put_backward,
                      source="x: g with written positions zeroed (or g when accumulating); "
-                            "values: g indexed")
+                            "values: g indexed", elementwise=True)
 GATHER = register("gather", _index_forward, _index_backward,
                   source="scatter-add g into zeros")
 INDEX_SELECT = register("index_select", _index_forward, _index_backward,

@@ -277,9 +277,10 @@ def _fill_forward(x: np.ndarray, value: Any) -> np.ndarray:
 
 
 COPY = register("copy", _copy_forward, _copy_backward,
-                source="self is overwritten (zero grad); src: g summed to its shape")
+                source="self is overwritten (zero grad); src: g summed to its shape",
+                elementwise=True)
 FILL = register("fill", _fill_forward, _copy_backward,
-                source="self is overwritten (zero grad); value: sum of g")
+                source="self is overwritten (zero grad); value: sum of g", elementwise=True)
 
 
 def _source(src: Any, target: Tensor, setitem: bool) -> Any:

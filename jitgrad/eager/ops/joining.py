@@ -114,7 +114,8 @@ def _repeat_interleave_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 CAT = register("cat", _cat_forward, _cat_backward, source="split g along dim")
 STACK = register("stack", _stack_forward, _stack_backward, source="unbind g along dim")
 REPEAT = register("repeat", _repeat_forward, _repeat_backward, source="sum over the tiles")
-FLIP = register("flip", _flip_forward, _flip_backward, source="flip is its own inverse")
+FLIP = register("flip", _flip_forward, _flip_backward, source="flip is its own inverse",
+                elementwise=True)
 ROLL = register("roll", _roll_forward, _roll_backward, source="roll back by -shifts")
 TRIL = register("tril", lambda x, diagonal: np.tril(x, diagonal), _tril_backward,
                 source="mask g like the output")

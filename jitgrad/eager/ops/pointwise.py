@@ -195,13 +195,15 @@ def _fmod_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 
 
 DIV_ROUNDING = register("div_rounding", _div_rounding_forward, _zero_backward, inputs=AB,
-                        source="floor/trunc are piecewise constant: zero gradient")
+                        source="floor/trunc are piecewise constant: zero gradient",
+                        elementwise=True)
 FLOOR_DIVIDE = register("floor_divide", np.floor_divide, _floor_divide_backward, inputs=AB,
-                        source="PyTorch defines no derivative (raises in backward)")
+                        source="PyTorch defines no derivative (raises in backward)",
+                        elementwise=True)
 REMAINDER = register("remainder", np.remainder, _remainder_backward, inputs=AB, saves=AB,
-                     source="a - floor(a/b) b: d/da = 1, d/db = -floor(a/b)")
+                     source="a - floor(a/b) b: d/da = 1, d/db = -floor(a/b)", elementwise=True)
 FMOD = register("fmod", np.fmod, _fmod_backward, inputs=AB, saves=AB,
-                source="a - trunc(a/b) b: d/da = 1, d/db = -trunc(a/b)")
+                source="a - trunc(a/b) b: d/da = 1, d/db = -trunc(a/b)", elementwise=True)
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -325,7 +327,7 @@ POW_SCALAR = register("pow", _pow_scalar_forward, _pow_scalar_backward, inputs=(
 POW_TENSOR = register("pow_tensor", _pow_tensor_forward, _pow_tensor_backward, inputs=AB,
                       saves=("a", "b", "out"), node_name="PowTensor",
                       source="d a^b = b a^(b-1) da + a^b ln(a) db, masked as PyTorch's "
-                             "pow_backward_self / pow_backward_exponent")
+                             "pow_backward_self / pow_backward_exponent", elementwise=True)
 
 ERR_NEGATIVE_INT_POWER = "Integers to negative integer powers are not allowed."
 
@@ -521,7 +523,8 @@ trunc = pointwise_op(
     refuse_bool="trunc_vml_cpu", aliases=("fix",), inplace=True,
     doc="Round toward zero; integer tensors are returned as a copy. Zero gradient.")
 fix = trunc
-ROUND = register("round", _round_forward, _zero_backward, inputs=X, source="piecewise constant")
+ROUND = register("round", _round_forward, _zero_backward, inputs=X, source="piecewise constant",
+                 elementwise=True)
 
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
@@ -691,15 +694,16 @@ def _addcdiv_backward(xp: Any, ctx: Any, g: Any, tensor1: Any, tensor2: Any) -> 
 
 
 ATAN2 = register("atan2", np.arctan2, _atan2_backward, inputs=AB, saves=AB,
-                 source="d atan2(a, b) = (b da - a db) / (a^2 + b^2); 0 at (0, 0) as PyTorch")
+                 source="d atan2(a, b) = (b da - a db) / (a^2 + b^2); 0 at (0, 0) as PyTorch",
+                 elementwise=True)
 LERP = register("lerp", _lerp_forward, _lerp_backward, saves=("input", "end", "weight"),
-                source="input + w (end - input): linear in each argument")
+                source="input + w (end - input): linear in each argument", elementwise=True)
 T12 = ("tensor1", "tensor2")
 ADDCMUL = register("addcmul", _addcmul_forward, _addcmul_backward, inputs=("input",) + T12,
-                   saves=T12, source="input + v t1 t2: product rule")
+                   saves=T12, source="input + v t1 t2: product rule", elementwise=True)
 ADDCDIV = register("addcdiv", lambda x, tensor1, tensor2, value: x + value * tensor1 / tensor2,
                    _addcdiv_backward, inputs=("input",) + T12, saves=T12,
-                   source="input + v t1 / t2: quotient rule")
+                   source="input + v t1 / t2: quotient rule", elementwise=True)
 
 
 def atan2(input: Any, other: Any) -> Tensor:

@@ -189,7 +189,7 @@ digamma = _float_math("digamma", _same_dtype(special.digamma), _digamma_backward
                       "(as PyTorch).")
 POLYGAMMA = register("polygamma", lambda x, n: _same_dtype(special.polygamma)(x, n),
                      _polygamma_backward, inputs=X, saves=X,
-                     source="polygamma(n)' = polygamma(n + 1)")
+                     source="polygamma(n)' = polygamma(n + 1)", elementwise=True)
 i0 = _float_math("i0", _same_dtype(special.i0), _i0_backward, X, "I0' = I1 (modified Bessel)",
                  "Modified Bessel function of the first kind, order 0.")
 i1 = pointwise_op("i1", _same_dtype(special.i1), _i1_backward, saves=X,
@@ -406,9 +406,11 @@ nextafter = binary_op(
     doc="The next representable value after input toward other (in input's float dtype).")
 
 IGAMMA = register("igamma", lambda a, x, sign: special.gammainc(a, x), _igamma_backward,
-                  inputs=AB, saves=AB, source="regularized lower incomplete gamma P(a, x)")
+                  inputs=AB, saves=AB, source="regularized lower incomplete gamma P(a, x)",
+                  elementwise=True)
 IGAMMAC = register("igammac", lambda a, x, sign: special.gammaincc(a, x), _igamma_backward,
-                   inputs=AB, saves=AB, source="regularized upper incomplete gamma Q(a, x)")
+                   inputs=AB, saves=AB, source="regularized upper incomplete gamma Q(a, x)",
+                   elementwise=True)
 
 
 def _refuse_integers(kernel: str, *operands: Any) -> None:

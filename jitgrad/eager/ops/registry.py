@@ -70,19 +70,23 @@ class OpDef:
     scalar:   the codegen-neutral scalar form of a pointwise op, `(s, *operands, **params)
               -> expression`, lowered by codegen for compute dtypes of a kind in
               `scalar_kinds` (see Note [Declaring an op once] in declare.py); None if none.
+    elementwise: the result is laid out as an elementwise op's (TensorIterator's rule over
+              its operands, Note [Result layouts]); otherwise a fresh result is C-contiguous.
+              Default: whether the op has a scalar form.
     """
 
     __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_plan",
                  "input_names", "source", "node_class", "num_outputs", "differentiable", "meta",
-                 "impure", "scalar", "scalar_kinds")
+                 "impure", "scalar", "scalar_kinds", "elementwise")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
                  saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
                  node_name: str | None = None, inputs: tuple[str, ...] | None = None,
                  meta: Callable | None = None, saved_for: dict[str, str] | None = None,
                  impure: bool = False, scalar: Callable | None = None,
-                 scalar_kinds: str = "f") -> None:
+                 scalar_kinds: str = "f", elementwise: bool | None = None) -> None:
         self.name = name
+        self.elementwise = scalar is not None if elementwise is None else elementwise
         self.impure = impure
         self.scalar = scalar
         self.scalar_kinds = scalar_kinds
@@ -204,7 +208,7 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
              node_name: str | None = None, inputs: tuple[str, ...] | None = None,
              meta: Callable | None = None, saved_for: dict[str, str] | None = None,
              impure: bool = False, scalar: Callable | None = None,
-             scalar_kinds: str = "f") -> OpDef:
+             scalar_kinds: str = "f", elementwise: bool | None = None) -> OpDef:
     """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
 
     inputs: names of the forward's tensor operands, needed when `forward` is a numpy
@@ -212,10 +216,11 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
     meta: the op's shape/dtype rule when the default inference does not fit (see
     `OpDef.infer_meta`).
     scalar, scalar_kinds: a pointwise op's scalar form for codegen (see `OpDef`).
+    elementwise: its result's layout rule (see `OpDef`).
     """
     assert name not in OPS, f"op {name!r} is defined twice"
     op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta,
-               saved_for, impure, scalar, scalar_kinds)
+               saved_for, impure, scalar, scalar_kinds, elementwise)
     OPS[name] = op
     return op
 
@@ -354,17 +359,16 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
 _ONLY_OUTPUT = (-1,)
 
 # Note [Result layouts]: the strides of an op's result are PyTorch's, not numpy's
-# (`result_layout`), since programs branch on `is_contiguous()`. Measured on torch 2.13:
+# (`result_layout`), since programs branch on `is_contiguous()` and `view` refuses what
+# torch's would refuse. Measured on torch 2.13:
 # - a view keeps its own strides;
-# - an elementwise result (the broadcast shape of its tensor operands: pointwise ops,
-#   where, clamp, lerp, sort, flip, clone, casts) is laid out by TensorIterator's rule
+# - the result of an elementwise op (`OpDef.elementwise`: pointwise ops, where, clamp,
+#   lerp, sort, flip, clone, casts) is laid out by TensorIterator's rule
 #   (layout.iterator_strides): `x.t() * y` is strided like `x.t()`;
-# - the ops below, a clone asking for C order (`contiguous()`), and every result of
-#   another shape (reductions, matmul, gather, advanced indexing) are C-contiguous.
+# - every other result (reductions, matmul, gather, advanced indexing, softmax, cat, a
+#   clone asking for C order) is C-contiguous, whatever numpy chose: a square matmul of
+#   transposed operands is not transposed, though its shape is theirs.
 # When every operand and the result are C-contiguous (nearly always) nothing is checked.
-CONTIGUOUS_RESULTS = frozenset({"softmax", "log_softmax", "cumsum", "cumprod", "layer_norm",
-                                "masked_fill", "roll", "cat", "stack", "repeat", "tril", "triu",
-                                "gather"})
 
 
 def _all_c_contiguous(out: Any, arrays: tuple) -> bool:
@@ -391,13 +395,8 @@ def result_layout(op: OpDef, arrays: tuple, params: dict[str, Any], out: Any) ->
     operands = [a for a in arrays if isinstance(a, np.ndarray)]
     if any(np.may_share_memory(out, a) for a in operands):
         return out  # a view
-    if op.name not in CONTIGUOUS_RESULTS and params.get("order") != "C":
-        try:
-            shape = np.broadcast_shapes(*(a.shape for a in operands))
-        except ValueError:
-            shape = None
-        if shape == out.shape:
-            return layout.with_strides(out, layout.iterator_strides(shape, operands))
+    if op.elementwise and params.get("order") != "C":
+        return layout.with_strides(out, layout.iterator_strides(out.shape, operands))
     return layout.with_strides(out, layout.contiguous_strides(out.shape))
 
 

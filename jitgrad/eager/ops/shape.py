@@ -116,7 +116,7 @@ RESHAPE = register("reshape", lambda x, shape: np.reshape(x, shape), _reshape_ba
 PERMUTE = register("permute", lambda x, dims: np.transpose(x, dims), _permute_backward,
                    source="inverse permutation")
 EXPAND = register("expand", _expand_forward, _expand_backward, source="sum over broadcast dims")
-CLONE = register("clone", _clone_forward, _identity_backward, source="identity")
+CLONE = register("clone", _clone_forward, _identity_backward, source="identity", elementwise=True)
 # the stop-gradient of `Tensor.detach()` / `.data` in compiled graphs: the same values, no
 # derivative (eager's detach makes a Tensor without history and needs no op)
 DETACH = register("detach", lambda x: x, None, source="stop-gradient: no derivative",

@@ -68,6 +68,11 @@ def _put_backward(xp: Any, ctx: Any, g: Any, index: Any) -> tuple:
 
 TAKE_ALONG = register("take_along", _take_forward, _take_backward, saves=("index",),
                       inputs=("x", "index"), source="gradient flows to the selected index")
+# sort's values: take_along laid out as its input and indices are (torch's sort writes
+# values like its input, where a gather's result is C-contiguous)
+SORT_VALUES = register("sort_values", _take_forward, _take_backward, saves=("index",),
+                       inputs=("x", "index"), source="gradient flows to the selected index",
+                       node_name="Sort", elementwise=True)
 PUT_ALONG = register("put_along", _put_forward, _put_backward, saves=("index",),
                      inputs=("values", "index"), source="adjoint of take_along")
 
@@ -115,7 +120,7 @@ def _topk_forward(data: np.ndarray, k: int, dim: int, largest: bool) -> np.ndarr
     return np.take(_argsort_forward(data, dim, largest), np.arange(k), axis=dim)
 
 
-ARGSORT = register("argsort", _argsort_forward)
+ARGSORT = register("argsort", _argsort_forward, elementwise=True)
 TOPK_INDICES = register("topk_indices", _topk_forward)
 
 
@@ -130,7 +135,9 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
         return of_0d(input, SortResult)
     dim = normalize_dim(dim, data.ndim)
     index = apply_op(ARGSORT, (input,), (data,), {"dim": dim, "descending": bool(descending)})
-    return SortResult(take_along(input, index, dim), index)
+    values = apply_op(SORT_VALUES, (input, index), (data, index._data),
+                      {"dim": dim, "squeeze": False})
+    return SortResult(values, index)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
