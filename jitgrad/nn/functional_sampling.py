@@ -189,10 +189,11 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """max(0, x) + weight * min(0, x), weight (1,) or one per channel (dim 1)."""
+    """x where x > 0, else weight * x; weight (1,) or one per channel (dim 1). The gradient
+    at 0 is weight's, as PyTorch's."""
     if weight.numel() > 1:
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2)) if input.ndim > 1 else weight
-    return input.where(input >= 0, input * weight)
+    return input.where(input > 0, input * weight)
 
 
 def _check_factor(name: str, kind: str, input: Tensor, factor: int) -> None:

@@ -158,3 +158,20 @@ def test_float32_prod_accumulates_in_float64():
 def test_float16_mean_does_not_overflow_in_its_sum():
     x = jg.full((70000,), 2.0, dtype=jg.float16)  # the sum, 140000, exceeds float16's max
     assert x.mean().item() == 2.0 and x.mean().dtype == jg.float16
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "numba"])
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_float32_variance_of_large_equal_values_is_zero_not_an_overflowed_mean(op, backend):
+    # fuzz seed 630925: [3e38, 3e38] summed in float32 overflows; the mean does not
+    # (PyTorch's Welford mean and the compiled row kernel give 0)
+    def fn(x):
+        return getattr(x, op)(dim=-1, correction=0)
+
+    if backend is not None:
+        jg.reset()
+        fn = jg.compile(fn, backend=backend)
+    x = jg.tensor([[3e38, 3e38], [3e38, 1.0]])
+    # the second row's variance, 2.25e76, is beyond float32; its square root is not
+    expected = [0.0, np.inf] if op == "var" else [0.0, 1.5e38]
+    np.testing.assert_array_equal(fn(x).numpy(), np.array(expected, np.float32))

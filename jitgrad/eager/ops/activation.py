@@ -24,11 +24,9 @@ import numpy as np
 from scipy import special
 
 from jitgrad.eager.ops import pointwise
-from jitgrad.eager.ops._binary import binary
-from jitgrad.eager.ops.comparison import MINIMUM, where
+from jitgrad.eager.ops.comparison import where
 from jitgrad.eager.ops.declare import REQUIRED, NNForm, exported, nn_form, pointwise_op
 from jitgrad.eager.ops.pointwise import (
-    erf,
     exp,
     first_on_ties,
     log1p,
@@ -40,6 +38,8 @@ from jitgrad.eager.ops.registry import ANY_KIND
 from jitgrad.eager.tensor import Tensor
 
 X = ("x",)
+SQRT_HALF = math.sqrt(0.5)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_KAPPA = 0.044715
 SELU_ALPHA = 1.6732632423543772848170429916717  # Klambauer et al. 2017
@@ -59,6 +59,27 @@ def sigmoid_forward(x: np.ndarray) -> np.ndarray:
     """The numpy sigmoid of the declared op (also run by fused ops, recurrent.py)."""
     out = special.expit(x)  # 1 / (1 + exp(-x)) without overflow
     return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    out = special.erf(x)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
+
+
+def _gelu_forward(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))))
+    return x * 0.5 * (1 + _erf(x * SQRT_HALF))
+
+
+def _gelu_scalar(s: Any, x: Any, approximate: str) -> Any:
+    if approximate == "tanh":
+        return 0.5 * x * (1 + s.tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))))
+    return x * 0.5 * (1 + s.erf(x * SQRT_HALF))
+
+
+def _logsigmoid_forward(x: np.ndarray) -> np.ndarray:
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
 
 
 def _hardtanh_forward(x: np.ndarray, min_val: Any, max_val: Any) -> np.ndarray:
@@ -98,7 +119,30 @@ def _hardswish_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 
 
 def _threshold_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
-    return (xp.where(x > ctx.params["threshold"], g, 0.0),)  # selected: threshold_backward
+    return (xp.where(x <= ctx.params["threshold"], 0.0, g),)  # threshold_backward: NaN gets g
+
+
+def _gelu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    # PyTorch's GeluBackward: the derivative first, then one product with g, so an
+    # infinite g gives ±inf, not inf - inf (as the product rule of x * Phi(x) would)
+    if ctx.params["approximate"] == "tanh":
+        inner = SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))
+        t = xp.tanh(inner)
+        left = 0.5 * x
+        right = 1 + t
+        right_derivative = left * (1 - t * t) * (SQRT_2_OVER_PI * (1 + 3 * GELU_KAPPA * (x * x)))
+        return (g * (0.5 * right + right_derivative),)
+    cdf = 0.5 * (1 + xp.erf(x * SQRT_HALF))
+    pdf = INV_SQRT_2PI * xp.exp(x * x * -0.5)
+    return (g * (cdf + x * pdf),)
+
+
+def _logsigmoid_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
+    # PyTorch's log_sigmoid_backward: (1 - z/(1+z)) below 0, z/(1+z) from 0 on, z = e^-|x|;
+    # the derivative first, then g (no inf - inf for an infinite g)
+    z = xp.exp(-xp.abs(x))
+    share = z / (1 + z)
+    return (xp.where(x < 0, 1 - share, share) * g,)
 
 
 def _mish_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
@@ -118,6 +162,12 @@ def _hardtanh_bounds(input: Tensor, min_val: Any, max_val: Any) -> dict[str, Any
     if input._data.dtype.kind != "f":
         min_val, max_val = int(min_val), int(max_val)
     return {"min_val": min_val, "max_val": max_val}
+
+
+def _gelu_approximate(input: Tensor, approximate: str) -> None:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh. Got "
+                           f"{approximate!r}")
 
 
 def _refuse_bool_threshold(input: Tensor, threshold: Any, value: Any) -> None:
@@ -194,13 +244,30 @@ hardswish = pointwise_op(
     nn=NNForm("Hardswish", inplace=True, extra_repr="none"))
 threshold = pointwise_op(
     "threshold", lambda x, threshold, value: np.where(
-        x > threshold, x, np.asarray(value).astype(x.dtype)), _threshold_backward, saves=X,
-    source="g where x > threshold, else 0", params={"threshold": REQUIRED, "value": REQUIRED},
+        x <= threshold, np.asarray(value).astype(x.dtype), x), _threshold_backward, saves=X,
+    source="0 where x <= threshold, else g", params={"threshold": REQUIRED, "value": REQUIRED},
     check=_refuse_bool_threshold, method=False, scalar_kinds=ANY_KIND,
-    scalar=lambda s, x, threshold, value: s.where(x > threshold, x, value),
-    doc="x where x > threshold, else `value` (cast to x's dtype); gradient g where x > "
-        "threshold.\n\nRaises NotImplementedError for bool tensors.",
+    scalar=lambda s, x, threshold, value: s.where(x <= threshold, value, x),
+    doc="`value` (cast to x's dtype) where x <= threshold, else x (NaN stays NaN); gradient "
+        "0 where x <= threshold, else g.\n\nRaises NotImplementedError for bool tensors.",
     nn=NNForm("Threshold", inplace=True, inplace_function=True))
+gelu = pointwise_op(
+    "gelu", _gelu_forward, _gelu_backward, saves=X, params={"approximate": "none"},
+    source="Hendrycks & Gimpel 2016: Phi(x) + x phi(x) (tanh form: its derivative)",
+    scalar=_gelu_scalar, require_float="GeluKernelImpl", check=_gelu_approximate,
+    method=False, export=False,
+    doc="x Phi(x) with Phi the normal CDF (erf form), or its tanh approximation.\n\n"
+        "approximate: \"none\" (default, exact) or \"tanh\". gelu'(0) = 0.5. Raises "
+        "RuntimeError for another approximate, NotImplementedError for integers.",
+    nn=NNForm("GELU"))
+logsigmoid = pointwise_op(
+    "logsigmoid", _logsigmoid_forward, _logsigmoid_backward, saves=X,
+    source="log sigmoid(x)' = 1 - sigmoid(x)",
+    scalar=lambda s, x: s.minimum(x, 0) - s.log1p(s.exp(-s.abs(x))),
+    require_float="log_sigmoid_cpu", method=False, export=False, node_name="LogSigmoid",
+    doc="log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for any finite x.\n\n"
+        "Gradient 1/2 at 0, as PyTorch's. Raises NotImplementedError for integers.",
+    nn=NNForm("LogSigmoid"))
 mish = pointwise_op(
     "mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), _mish_backward, saves=X,
     source="Misra 2019: x tanh(softplus(x))", scalar=lambda s, x: x * s.tanh(s.log1p(s.exp(x))),
@@ -214,22 +281,6 @@ mish = pointwise_op(
 # are PyTorch's, up to rounding elsewhere (tests/nn/test_activation_edges.py).
 
 
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """x Phi(x) with Phi the normal CDF (erf form), or its tanh approximation.
-
-    approximate: "none" (default, exact) or "tanh". gelu'(0) = 0.5 (Hendrycks & Gimpel
-    2016). Raises RuntimeError for another approximate, NotImplementedError for integers.
-    """
-    if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh. Got "
-                           f"{approximate!r}")
-    _require_float(input, "GeluKernelImpl")
-    x = input
-    if approximate == "tanh":
-        return 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))))
-    return x * 0.5 * (1 + erf(x * math.sqrt(0.5)))
-
-
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold.
 
@@ -241,15 +292,6 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     scaled = input * beta
     linear = scaled > threshold
     return where(linear, input, log1p(exp(where(linear, 0.0, scaled))) / beta)
-
-
-def logsigmoid(input: Tensor) -> Tensor:
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for any finite x.
-
-    Gradient 1/2 at 0 (minimum's tie), as PyTorch's. Raises NotImplementedError for integers.
-    """
-    _require_float(input, "log_sigmoid_cpu")
-    return binary(MINIMUM, input, 0.0) - log1p(exp(-pointwise.abs(input)))
 
 
 def relu6(input: Tensor) -> Tensor:
@@ -280,9 +322,9 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x where |x| > lambd, else 0 (gradient selected likewise)."""
+    """0 where -lambd <= x <= lambd, else x (NaN stays NaN; gradient selected likewise)."""
     _require_float(input, "hardshrink_cpu")
-    return where(pointwise.abs(input) > lambd, input, 0.0)
+    return where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -294,8 +336,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"lambda must be in range [0, inf) for input dtype {input.dtype}, "
                            f"but found {lambd}")
-    inner = where(input < -lambd, input + lambd, 0.0)
-    return where(input > lambd, input - lambd, inner)
+    inside = (input >= -lambd) & (input <= lambd)  # NaN is outside: it stays NaN
+    return where(inside, 0.0, where(input > lambd, input - lambd, input + lambd))
 
 
 # ----- nn exposure of the composites (the declared ops state theirs with `nn=`) ------------
@@ -305,9 +347,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 for _function, _form in (
         (relu, NNForm("ReLU", inplace=True, inplace_function=True)),
         (relu6, NNForm("ReLU6", inplace=True)),
-        (gelu, NNForm("GELU")),
         (softplus, NNForm("Softplus")),
-        (logsigmoid, NNForm("LogSigmoid")),
         (tanh, NNForm("Tanh")),
         (selu, NNForm("SELU", inplace=True, inplace_function=True, reads_copy=True)),
         (celu, NNForm("CELU", inplace=True, inplace_function=True, reads_copy=True)),

@@ -58,7 +58,9 @@ def _mul_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
 
 def _div_backward(xp: Any, ctx: Any, g: Any, a: Any, b: Any) -> tuple:
     need_a, need_b = ctx.needs_input_grad
-    return (g / b if need_a else None), (-g * a / (b * b) if need_b else None)
+    # PyTorch's div_tensor_other_backward, -g * ((a / b) / b): b * b would overflow (or
+    # underflow) where the quotient does not
+    return (g / b if need_a else None), (-g * ((a / b) / b) if need_b else None)
 
 
 AB = ("a", "b")

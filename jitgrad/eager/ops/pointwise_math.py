@@ -121,9 +121,9 @@ def _sinc_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 def _logit_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     eps = ctx.params["eps"]
     grad = g / (x * (1 - x))
-    if eps is None:
-        return (grad,)
-    return (xp.where((x < eps) | (x > 1 - eps), 0.0, grad),)  # clamped region: 0
+    if eps is None:  # PyTorch's logit_backward: NaN outside [0, 1]
+        return (xp.where((x < 0) | (x > 1), math.nan, grad),)
+    return (xp.where((x >= eps) & (x <= 1 - eps), grad, 0.0),)  # clamped region (NaN too): 0
 
 
 def _angle_forward(x: np.ndarray) -> np.ndarray:
