@@ -6,6 +6,10 @@ plus the final sum), beside numpy (no autograd) and torch eager when installed, 
 one thread and timed in the same run. Aim (issue 2): forward <= 1.0x torch's per-op
 cost, backward <= 1.0x torch's per-node cost.
 
+A second table times in-place updates of 2^24 float32 elements (what every optimizer step
+pays): copy_, add_, mul_(0.5), add_(alpha=-0.1) and zero_, beside numpy writing with
+`out=` and torch eager.
+
 Run: python -m benchmarks.eager_overhead
 """
 
@@ -48,7 +52,41 @@ def variants() -> tuple[dict, dict]:
     return forward, backward
 
 
+INPLACE_SIZE = 1 << 24
+
+
+def inplace_variants() -> dict:
+    import jitgrad as jg
+
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal(INPLACE_SIZE, dtype=np.float32)
+    y_np = rng.standard_normal(INPLACE_SIZE, dtype=np.float32)
+    half = np.float32(0.5)
+    updates = {"numpy out=": {
+        "copy_": lambda: np.copyto(x_np, y_np), "add_": lambda: np.add(x_np, y_np, out=x_np),
+        "mul_(0.5)": lambda: np.multiply(x_np, half, out=x_np),
+        "add_(alpha)": lambda: np.add(x_np, np.multiply(y_np, np.float32(-0.1)), out=x_np),
+        "zero_": lambda: x_np.fill(0)}}
+    modules = {"jitgrad eager": jg}
+    torch = try_import_torch()
+    if torch is not None:
+        modules["torch eager"] = torch
+    for name, module in modules.items():
+        x, y = module.from_numpy(x_np.copy()), module.from_numpy(y_np.copy())
+        updates[name] = {"copy_": lambda x=x, y=y: x.copy_(y), "add_": lambda x=x, y=y: x.add_(y),
+                         "mul_(0.5)": lambda x=x: x.mul_(0.5),
+                         "add_(alpha)": lambda x=x, y=y: x.add_(y, alpha=-0.1),
+                         "zero_": lambda x=x: x.zero_()}
+    return updates
+
+
 def main() -> None:
+    updates = inplace_variants()
+    for op in updates["numpy out="]:
+        medians = interleaved_medians({name: ops[op] for name, ops in updates.items()}, number=3)
+        print_table(f"In place: x.{op} on 2^24 float32 (1 thread, median)",
+                    [(name, seconds * 1e3) for name, seconds in medians.items()], "ms",
+                    "torch eager" if "torch eager" in updates else "numpy out=")
     forward, backward = variants()
     medians = interleaved_medians(forward | {f"{k} fwd+bwd": v for k, v in backward.items()},
                                   number=200)

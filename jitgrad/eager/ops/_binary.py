@@ -129,6 +129,25 @@ def shapes_of(*operands: Any) -> list[tuple[int, ...]]:
     return [x._data.shape if isinstance(x, Tensor) else () for x in operands]
 
 
+def binary_operands(op: OpDef, a: Any, b: Any, to_float: bool = False,
+                    compute_dtype: Any = None) -> tuple[tuple, tuple]:
+    """`((a, b), arrays)`: the operands `binary` records (Python numbers wrapped into an
+    integer dtype's range) and the arrays its forward computes on (promoted, cast)."""
+    a = as_tensor_operand(a)
+    b = as_tensor_operand(b)
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
+            and (not to_float or a._data.dtype.kind == "f"):
+        return (a, b), (a._data, b._data)
+    numbers = number_dtype(a, b)
+    rd = result_dtype(a, b) if numbers is None else numbers
+    if to_float and not rd.is_floating_point:
+        rd = dtypes.get_default_dtype() if numbers is None else dtypes.float64
+    dtypes.check_supported(rd, op.name)
+    if numbers is None:  # the wrapped number is the operand a graph records, too
+        a, b = wrapped_integers((a, b), np.dtype(compute_dtype or rd.np))
+    return (a, b), cast_operands((a, b), compute_dtype or rd.np)
+
+
 def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: Any = None,
            **params: Any) -> Tensor:
     """Apply a broadcasting binary op after PyTorch's promotion.
@@ -136,20 +155,7 @@ def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: 
     to_float: integer results become the default float dtype (true division, atan2).
     compute_dtype: force the dtype the forward computes in (comparisons use the promoted one).
     """
-    a = as_tensor_operand(a)
-    b = as_tensor_operand(b)
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype == b._data.dtype \
-            and (not to_float or a._data.dtype.kind == "f"):
-        arrays = (a._data, b._data)
-    else:
-        numbers = number_dtype(a, b)
-        rd = result_dtype(a, b) if numbers is None else numbers
-        if to_float and not rd.is_floating_point:
-            rd = dtypes.get_default_dtype() if numbers is None else dtypes.float64
-        dtypes.check_supported(rd, op.name)
-        if numbers is None:  # the wrapped number is the operand a graph records, too
-            a, b = wrapped_integers((a, b), np.dtype(compute_dtype or rd.np))
-        arrays = cast_operands((a, b), compute_dtype or rd.np)
+    (a, b), arrays = binary_operands(op, a, b, to_float, compute_dtype)
     try:
         return apply_op(op, (a, b), arrays, params)
     except ValueError as err:

@@ -31,10 +31,10 @@ from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
-from jitgrad.eager.ops._binary import broadcast_error, shapes_of
+from jitgrad.eager.ops._binary import binary, binary_operands, broadcast_error, shapes_of
 from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
-from jitgrad.eager.ops.registry import apply_op, register
+from jitgrad.eager.ops.registry import OPS, apply_op, register
 from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.tensor import Tensor, values_known
 from jitgrad.eager.views import CopySlices, make_view, refresh_view_grad_fn
@@ -319,6 +319,12 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 def _copy(self: Tensor, src: Any) -> Tensor:
     check_no_partial_overlap(self, (src,))
     arrays_src = src._data if isinstance(src, Tensor) else src
+    writable_storage(self)
+    if _records_nothing(self, src) and (not isinstance(src, Tensor) or values_known(arrays_src)):
+        check_no_overlap(self._data)  # Note [Writing in place]
+        self._data[...] = arrays_src  # numpy buffers an overlapping source
+        self._bump_version()
+        return self
     return apply_inplace(self, lambda t: apply_op(COPY, (t, src), (t._data, arrays_src)),
                          check_dtype=False)
 
@@ -332,6 +338,12 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         operand: Any = value._data
     else:
         operand = value
+    writable_storage(self)
+    if _records_nothing(self, value) and values_known(np.asarray(operand)):
+        check_no_overlap(self._data)  # Note [Writing in place]
+        self._data[...] = operand
+        self._bump_version()
+        return self
     return apply_inplace(self, lambda t: apply_op(FILL, (t, value), (t._data, operand)),
                          check_dtype=False)
 
@@ -445,11 +457,72 @@ def unsqueeze_(self: Tensor, dim: int) -> Tensor:
 
 # ----- pointwise in-place ops ----------------------------------------------------------------
 
+# Note [Writing in place]: with nothing to record, `x.add_(y)`, `sub_`, `mul_` and `div_`
+# (and `+=` ...) on a float x compute straight into x's memory (the ufunc's `out=`), as
+# PyTorch's kernels do, instead of into a temporary copied in afterwards: an optimizer
+# step pays every pass over memory. The ufunc gets exactly the arrays the functional op's
+# forward would (`binary_operands`: promotion, weak Python numbers, `alpha * y` first), so
+# the values are the functional op's; it writes in place only when that result has x's
+# dtype and shape. Anything that might record (grad mode on and x, a view, or an operand
+# requiring grad; tracing) takes `apply_inplace`. copy_, fill_ and zero_ write directly too.
+_DIRECT_BINARY = {"add": True, "sub": True, "mul": False, "div": False}  # takes alpha
+
+
+def _records_nothing(self: Tensor, *operands: Any) -> bool:
+    """Whether an in-place op on self with these operands cannot record history or be
+    traced (Note [Writing in place])."""
+    if STATE.recorder is not None or not isinstance(self._data, np.ndarray) \
+            or not values_known(self._data):
+        return False
+    if not STATE.enabled:
+        return True
+    return self._view is None and not self._requires_grad and not any(
+        isinstance(x, Tensor) and x._requires_grad for x in operands)
+
+
+def _write_binary_directly(self: Tensor, name: str, args: tuple, kwargs: dict) -> bool:
+    """`self.<name>_(other, alpha=...)` computed into self's memory, if it may be (Note
+    [Writing in place]); False when the generic path must run."""
+    if len(args) != 1 or (kwargs and (not _DIRECT_BINARY[name] or set(kwargs) != {"alpha"})):
+        return False
+    data = self._data
+    other = args[0]
+    if data.dtype.kind != "f" or not (type(other) in (int, float) or isinstance(other, Tensor)
+                                      and values_known(other._data)):
+        return False
+    if not _records_nothing(self, other):
+        return False
+    alpha = kwargs.get("alpha", 1)
+    if type(alpha) not in (int, float):
+        return False
+    if alpha != 1:  # as the functional op: alpha * other first (in x's dtype)
+        if type(other) in (int, float):
+            other = other * alpha
+        elif other._data.dtype == data.dtype:
+            other = binary(OPS["mul"], other, alpha)
+        else:
+            return False
+    op = OPS[name]
+    _, arrays = binary_operands(op, self, other, to_float=name == "div")
+    operand = arrays[1]
+    if arrays[0] is not data or getattr(operand, "dtype", data.dtype) != data.dtype \
+            or np.broadcast_shapes(data.shape, np.shape(operand)) != data.shape:
+        return False
+    check_no_overlap(data)
+    op.forward(data, operand, out=data)
+    self._bump_version()
+    return True
+
+
 def _inplace_of(name: str) -> Callable[..., Tensor]:
     """`x.<name>_(...)`: the functional `x.<name>(...)` written back into x."""
+    direct = name in _DIRECT_BINARY
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         check_no_partial_overlap(self, (*args, *kwargs.values()))
+        writable_storage(self)
+        if direct and _write_binary_directly(self, name, args, kwargs):
+            return self
         return apply_inplace(self, lambda t: getattr(t, name)(*args, **kwargs))
 
     method.__name__ = method.__qualname__ = f"{name}_"
