@@ -35,14 +35,11 @@ from jitgrad.trace.instructions import decode
 from jitgrad.trace.resume import build_resume_code, user_function_name
 from jitgrad.trace.translator import Translator
 from jitgrad.trace.variables import (
-    DictVar,
     GradModeExitVar,
-    ListVar,
     NullVar,
-    TensorMethodVar,
     TensorVar,
-    TupleVar,
     Var,
+    tensors_in,
 )
 
 _BRANCHES = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_BACKWARD_IF_TRUE": True,
@@ -138,20 +135,8 @@ def tensors_at_break(tx: Translator, plan: BreakPlan) -> list[TensorVar]:
     values = list(tx.stack) + [tx.locals[n] for n in sorted(names) if n in tx.locals]
     found: list[TensorVar] = []
     for var in values:
-        found.extend(_tensors(var))
+        found.extend(tensors_in(var))
     return found
-
-
-def _tensors(var: Var) -> list[TensorVar]:
-    if isinstance(var, TensorVar):
-        return [var]
-    if isinstance(var, TensorMethodVar):
-        return [var.tensor]
-    if isinstance(var, (TupleVar, ListVar)):
-        return [t for v in var.items for t in _tensors(v)]
-    if isinstance(var, DictVar):
-        return [t for v in var.items.values() for t in _tensors(v)]
-    return []
 
 
 def emit_break(tx: Translator, plan: BreakPlan, expr: Any, make_resume: Any,

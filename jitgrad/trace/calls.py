@@ -19,7 +19,7 @@ from jitgrad.eager import grad_mode
 from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import disabled
+from jitgrad.trace import disabled, user_objects
 from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
 from jitgrad.trace.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
 from jitgrad.trace.variables import (
@@ -33,9 +33,12 @@ from jitgrad.trace.variables import (
     ListVar,
     NestedFunctionVar,
     ObjectVar,
+    SuperVar,
     TensorMethodVar,
     TensorVar,
     TupleVar,
+    UserMethodVar,
+    UserObjectVar,
     Var,
 )
 
@@ -363,6 +366,10 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
         return var
     if isinstance(obj, ConstVar):
         return wrap_result(tx, getattr(constant(tx, obj), name))
+    if isinstance(obj, UserObjectVar):
+        return user_objects.load_attr(tx, obj, name)
+    if isinstance(obj, SuperVar):
+        return user_objects.load_super_attr(tx, obj, name)
     if isinstance(obj, GradModeVar) and name in ("__enter__", "__exit__"):
         raise Unsupported("UNSUPPORTED_CONTEXT_MANAGER", "calling __enter__/__exit__ directly")
     raise Unsupported("UNSUPPORTED_ATTRIBUTE", f".{name} of a {type(obj).__name__}")
@@ -372,6 +379,9 @@ def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
     """`obj.name = value` on an argument's object: recorded, replayed after the graph."""
     if isinstance(obj, TensorVar) and name == "grad":
         tx.ctx.store_grad(obj, value)
+        return
+    if isinstance(obj, UserObjectVar):
+        user_objects.store_attr(obj, name, value)
         return
     if isinstance(obj, ObjectVar) and obj.source is not None and not isinstance(
             getattr(type(obj.value), name, None), property):
@@ -392,6 +402,8 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
         return tx.ctx.exit_grad_mode(fn)
     if isinstance(fn, BoundMethodVar):
         return call_container_method(tx, fn, args, kwargs)
+    if isinstance(fn, UserMethodVar):
+        return user_objects.call_method(tx, fn, args, kwargs)
     if isinstance(fn, TensorMethodVar):
         if fn.name == "storage_offset":
             tx.ctx.guard_storage_offsets()
@@ -424,6 +436,14 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
                           "jitgrad.disable to compile it")
     if value is disabled.graph_break:
         raise Unsupported("EXPLICIT_BREAK", "jitgrad.graph_break() was called")
+    if value is object.__setattr__ and len(args) == 3 and not kwargs and isinstance(
+            args[0], UserObjectVar):  # a frozen dataclass's __init__
+        user_objects.set_attr(args[0], constant(tx, args[1]), args[2])
+        return ConstVar(None)
+    if value is super and not kwargs and len(args) in (0, 2):
+        if not args:
+            return user_objects.zero_argument_super(tx)
+        return SuperVar(constant(tx, args[0]), args[1])
     if disabled.is_allowed_in_graph(value):
         if fn.source is not None:
             tx.ctx.guard_identity(fn)
@@ -452,6 +472,10 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
         return tx.ctx.inline_function(tx, value, fn, args, kwargs)
     if tx.ctx.is_module_class(value):
         return _construct_module(tx, fn, args, kwargs)
+    if user_objects.is_namedtuple_class(value):
+        return user_objects.construct_namedtuple(tx, fn, args, kwargs)
+    if user_objects.is_plain_user_class(value, tx.ctx.is_user_file):
+        return user_objects.construct(tx, fn, args, kwargs)
     if tx.ctx.is_jitgrad_callable(value):
         if fn.source is not None:  # the same name may hold another function next call
             tx.ctx.guard_identity(fn)
@@ -620,6 +644,8 @@ def _builtin_isinstance(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var
         return ConstVar(issubclass(number_type, classes))
     if isinstance(value, TensorVar):
         return ConstVar(isinstance(value.fake, classes))
+    if isinstance(value, UserObjectVar):
+        return ConstVar(issubclass(value.cls, classes))
     kinds = {TupleVar: tuple, ListVar: list, DictVar: dict}
     if type(value) in kinds:
         return ConstVar(issubclass(kinds[type(value)], classes))
@@ -678,10 +704,30 @@ def _consuming(fn: Any) -> Any:
     constant_fn = _constant_builtin(fn)
 
     def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        key = kwargs.get("key")
+        if key is not None and not (isinstance(key, ConstVar) and key.value is None) \
+                and fn is not builtins.sum and len(args) == 1:
+            return _keyed(tx, fn, unpack_iterable(tx, args[0]), key, kwargs)
         args = [ListVar(unpack_iterable(tx, a)) if isinstance(a, (IteratorVar, GeneratorVar))
                 else a for a in args]
         return constant_fn(tx, args, kwargs)
     return apply
+
+
+def _keyed(tx: Any, fn: Any, items: list[Var], key: Var, kwargs: dict[str, Var]) -> Var:
+    """`sorted(items, key=f)`, `min(..., key=f)`, `max(..., key=f)` with f traced (a lambda
+    or any function the tracer can call): the keys must be constants; the items are
+    chosen or ordered by them as the builtin would (stable, first of equal keys)."""
+    keys = [constant(tx, call(tx, key, [item], {})) for item in items]
+    order = list(range(len(items)))
+    if fn is builtins.sorted:
+        reverse = bool(constant(tx, kwargs["reverse"])) if "reverse" in kwargs else False
+        return ListVar([items[i] for i in sorted(order, key=keys.__getitem__, reverse=reverse)])
+    if not items:
+        if "default" in kwargs:
+            return kwargs["default"]
+        raise Unsupported("USER_ERROR", f"{fn.__name__}() iterable argument is empty")
+    return items[fn(order, key=keys.__getitem__)]
 
 
 def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:

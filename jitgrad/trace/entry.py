@@ -42,7 +42,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import breaks, report, side_effects, user_lines
+from jitgrad.trace import breaks, report, side_effects, user_lines, user_objects
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
@@ -62,7 +62,9 @@ from jitgrad.trace.variables import (
     TensorMethodVar,
     TensorVar,
     TupleVar,
+    UserObjectVar,
     Var,
+    tensors_in,
 )
 
 
@@ -326,8 +328,8 @@ class CompiledFunction:
             break_reason = _break_reason(err)
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
-            else _tensor_vars(result.output)
-        tensors += [t for var in result.side_effects.values() for t in _tensor_vars(var)]
+            else tensors_in(result.output)
+        tensors += [t for var in result.side_effects.values() for t in tensors_in(var)]
         # a view reaches the caller rebuilt on its base (see `_output_expr`), and inputs as
         # themselves (written back if mutated), not as outputs
         tensors = [_view_base(t) for t in tensors]
@@ -569,16 +571,6 @@ def _view_base(var: TensorVar) -> TensorVar:
     return var if view is None else _view_base(TensorVar(view.base))
 
 
-def _tensor_vars(var: Var) -> list[TensorVar]:
-    if isinstance(var, TensorVar):
-        return [var]
-    if isinstance(var, (TupleVar, ListVar)):
-        return [t for item in var.items for t in _tensor_vars(item)]
-    if isinstance(var, DictVar):
-        return [t for item in var.items.values() for t in _tensor_vars(item)]
-    return []
-
-
 class _RunnerEnv:
     """How the generated runner refers to the frame (a `SourceEnv` for Source.reconstruct)."""
 
@@ -655,6 +647,11 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         return f"{env.const(cls)}(*{env.const(args)}, **{env.const(kwargs)})"
     if isinstance(var, (ConstVar, ObjectVar)):
         return "None" if var.value is None else env.const(var.value)
+    if isinstance(var, UserObjectVar):  # Note [Objects made in traced code]
+        attrs = ", ".join(f"{name!r}: {_output_expr(v, outputs, env, input_names)}"
+                          for name, v in var.attrs.items())
+        return (f"{env.const(user_objects.rebuild_object, 'rebuild_object')}("
+                f"{env.const(var.cls)}, {{{attrs}}})")
     if isinstance(var, TupleVar):
         items = [_output_expr(v, outputs, env, input_names) for v in var.items]
         if var.cls is not None:  # a namedtuple made by real code: rebuilt from its class

@@ -373,6 +373,10 @@ class TraceContext:
         STATE.enabled = enabled
 
     # ----- what to inline ---------------------------------------------------------------------
+    @staticmethod
+    def is_user_file(filename: str) -> bool:
+        return is_user_file(filename)
+
     def is_user_function(self, fn: Any) -> bool:
         """Functions traced by inlining: user code, and jitgrad code written to be traced."""
         return is_user_code(fn) or isinstance(fn, types.FunctionType) and (
@@ -498,9 +502,11 @@ def _bound_value(var: Var) -> Any:
 
 def is_user_code(fn: Any) -> bool:
     """Python functions outside the stdlib, site-packages and jitgrad itself."""
-    if not isinstance(fn, types.FunctionType):
-        return False
-    filename = fn.__code__.co_filename
+    return isinstance(fn, types.FunctionType) and is_user_file(fn.__code__.co_filename)
+
+
+def is_user_file(filename: str) -> bool:
+    """A file outside the stdlib, site-packages and jitgrad itself."""
     return not filename.startswith(LIBRARY_DIRS) and not filename.startswith(JITGRAD_DIR)
 
 

@@ -8,6 +8,7 @@ when a value influences the trace (see `Translator.guard_*`), never for unused i
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,3 +151,45 @@ class BoundMethodVar(Var):
 
     receiver: Var
     name: str
+
+
+@dataclass(eq=False)
+class UserObjectVar(Var):
+    """An instance of the user class `cls` made in traced code; `attrs` is its instance
+    dict (Note [Objects made in traced code]). `cls_source` reaches the class from the
+    frame, when it does, so class attributes read through the object are guarded."""
+
+    cls: type
+    attrs: dict[str, Var]
+    cls_source: Any = None
+
+
+@dataclass(eq=False)
+class UserMethodVar(Var):
+    """A user function bound to a Var `obj` (read as `obj.method`); `function` None is
+    object.__init__ (reached through `super().__init__()`), which does nothing."""
+
+    function: types.FunctionType | None
+    obj: Var
+
+
+@dataclass(eq=False)
+class SuperVar(Var):
+    """`super(cls, obj)`: attribute reads start after `cls` in the MRO of obj's class."""
+
+    cls: type
+    obj: Var
+
+
+def tensors_in(var: Var) -> list[TensorVar]:
+    """Every traced tensor `var` holds (what must be a graph output for it to be rebuilt)."""
+    if isinstance(var, TensorVar):
+        return [var]
+    if isinstance(var, TensorMethodVar):
+        return [var.tensor]
+    if isinstance(var, (TupleVar, ListVar)):
+        return [t for v in var.items for t in tensors_in(v)]
+    if isinstance(var, (DictVar, UserObjectVar)):
+        items = var.items if isinstance(var, DictVar) else var.attrs
+        return [t for v in items.values() for t in tensors_in(v)]
+    return []

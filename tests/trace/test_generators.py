@@ -142,3 +142,19 @@ def test_a_generator_alive_at_a_graph_break_makes_the_frame_eager_at_the_users_l
     text = "\n".join(str(w.message) for w in caught)
     assert "a generator made in the compiled function is still alive" in text
     assert f"at {__file__.rsplit('/', 1)[-1]}:" in text and "any(t.sum() > 0" in text
+
+
+def sorted_by_a_lambda(x):
+    xs = [x * 3, x, x * 2]
+    ordered = sorted(xs, key=lambda t: t.shape[0] * 0, reverse=True)  # stable: as given
+    names = sorted(["bb", "a", "ccc"], key=len, reverse=True)
+    smallest = min([(2, x), (1, x * 5), (1, x * 7)], key=lambda pair: pair[0])[1]
+    largest = max([1, 5, 3], key=lambda v: -v)
+    return ordered[0] + len(names[0]) + smallest + largest + min([], key=abs, default=7)
+
+
+def test_sorted_min_max_with_a_traced_key_function():
+    x = jg.arange(2.0)
+    report = jg.explain(jg.compile(sorted_by_a_lambda, fullgraph=True))(x)
+    np.testing.assert_array_equal(report.result.numpy(), sorted_by_a_lambda(x).numpy())
+    assert (report.graph_count, report.graph_break_count) == (1, 0)

@@ -1,0 +1,235 @@
+"""Instances of user classes made in traced code, namedtuples, and `super()`.
+
+Note [Objects made in traced code]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A forward may build a small object and use it at once: a dataclass config, a helper
+with methods (`Scaler(2.0).apply(x)`), a namedtuple of results. Such an object exists
+only inside the trace, so the tracer models it instead of making it: a `UserObjectVar`
+holds its class and its instance dict as Vars. Calling the class inlines `__init__`
+(a dataclass's generated one too) with the new Var as `self`; attribute reads come from
+the instance dict, then the class's MRO as Python finds them (functions become methods
+bound to the Var, properties run their getter inlined, static and class methods as
+Python binds them); attribute writes go to the instance dict, since nothing outside the
+trace can see the object yet. If the object leaves the graph (returned, stored on an
+argument, live at a graph break) it is built for real after the graph from its class
+and final attributes (`rebuild_object`: `cls.__new__(cls)`, then the attributes), as
+AOTAutograd rebuilds the outputs it did not trace as tensors. Only plain classes are
+modelled: no metaclass, no `__new__`, `__getattr__`, `__getattribute__` or
+`__setattr__` of their own (a frozen dataclass's, which refuses writes, is modelled by
+refusing them), no builtin base but `object`, defined in user code; calling any other
+class falls back as before.
+
+A namedtuple class called in traced code binds its arguments to its fields (with the
+field defaults) and gives the TupleVar with that class, as real code's namedtuple
+results are modelled. `super()` (zero-argument, in an inlined method, or
+`super(cls, obj)`) gives a `SuperVar`; reading a method from it finds the next class
+after `cls` in the MRO of the object's class, bound to the object.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from jitgrad.trace.fake import Unsupported
+from jitgrad.trace.sources import AttrSource
+from jitgrad.trace.variables import (
+    ConstVar,
+    ObjectVar,
+    SuperVar,
+    TupleVar,
+    UserMethodVar,
+    UserObjectVar,
+    Var,
+)
+
+_OWN_ATTRIBUTE_HOOKS = ("__new__", "__getattr__", "__getattribute__", "__setattr__",
+                        "__delattr__")
+
+
+def is_plain_user_class(value: Any, is_user_file: Any) -> bool:
+    """Whether calling `value` may make a `UserObjectVar` (see the Note).
+
+    is_user_file: `(filename) -> bool`, whether a file holds user code."""
+    if not isinstance(value, type) or type(value) is not type:
+        return False
+    if any(base is not object and base.__module__ == "builtins" for base in value.__mro__):
+        return False
+    hooks = _OWN_ATTRIBUTE_HOOKS[:3] if _is_frozen_dataclass(value) else _OWN_ATTRIBUTE_HOOKS
+    if any(getattr(value, hook, None) is not getattr(object, hook, None) for hook in hooks):
+        return False
+    module = sys.modules.get(value.__module__)
+    filename = getattr(module, "__file__", None)
+    return filename is None or is_user_file(filename)
+
+
+def _is_frozen_dataclass(cls: type) -> bool:
+    params = cls.__dict__.get("__dataclass_params__")
+    return params is not None and params.frozen
+
+
+def is_namedtuple_class(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, tuple) and \
+        isinstance(getattr(value, "_fields", None), tuple) and hasattr(value, "_make")
+
+
+def construct(tx: Any, cls_var: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """`Cls(*args, **kwargs)` for a plain user class: a new object, `__init__` inlined."""
+    cls = cls_var.value
+    if cls_var.source is not None:
+        tx.ctx.guard_identity(cls_var)
+    obj = UserObjectVar(cls, {}, cls_source=cls_var.source)
+    init = _class_attribute(cls.__mro__, "__init__")
+    if init is object.__init__:
+        if args or kwargs:
+            raise Unsupported("USER_ERROR", f"{cls.__name__}() takes no arguments")
+        return obj
+    if not isinstance(init, types.FunctionType) or not tx.ctx.is_user_function(init):
+        raise Unsupported("UNSUPPORTED_CALL", f"constructing {cls.__qualname__}, whose "
+                          "__init__ is not Python code the tracer can inline",
+                          "build the object outside the compiled function")
+    init_var = ObjectVar(init, source=cls_var.source and AttrSource(cls_var.source, "__init__"))
+    result = tx.ctx.inline_function(tx, init, init_var, [obj, *args], kwargs)
+    if not (isinstance(result, ConstVar) and result.value is None):
+        raise Unsupported("USER_ERROR", "__init__() should return None")
+    return obj
+
+
+def construct_namedtuple(tx: Any, cls_var: ObjectVar, args: list[Var],
+                         kwargs: dict[str, Var]) -> TupleVar:
+    """`Point(x, y=2)` for a namedtuple class: its fields bound as Python binds them."""
+    cls = cls_var.value
+    if cls_var.source is not None:
+        tx.ctx.guard_identity(cls_var)
+    fields = cls._fields
+    if len(args) > len(fields):
+        raise Unsupported("USER_ERROR", f"{cls.__name__}() takes {len(fields)} positional "
+                          f"arguments but {len(args)} were given")
+    bound: dict[str, Var] = dict(zip(fields, args, strict=False))
+    for name, value in kwargs.items():
+        if name not in fields or name in bound:
+            raise Unsupported("USER_ERROR", f"{cls.__name__}() got an unexpected or repeated "
+                              f"argument {name!r}")
+        bound[name] = value
+    for name, default in cls._field_defaults.items():
+        bound.setdefault(name, tx.ctx.wrap_value(default, None))
+    missing = [name for name in fields if name not in bound]
+    if missing:
+        raise Unsupported("USER_ERROR", f"{cls.__name__}() missing required arguments: "
+                          f"{', '.join(map(repr, missing))}")
+    return TupleVar([bound[name] for name in fields], cls=cls)
+
+
+def zero_argument_super(tx: Any) -> SuperVar:
+    """`super()` inside an inlined method: its class from the `__class__` cell, the object
+    from the method's first argument, as CPython's super() reads them from the frame."""
+    code = tx.code
+    cell = tx.cells.get("__class__")
+    if cell is None or cell.contents is None or not code.co_argcount:
+        raise Unsupported("USER_ERROR", "super(): __class__ cell not found")
+    cls = getattr(cell.contents, "value", None)
+    if not isinstance(cls, type):
+        raise Unsupported("UNSUPPORTED_CALL", "super() in a class the tracer does not know")
+    first = code.co_varnames[0]
+    obj = tx.cells[first].contents if first in tx.cells else tx.locals.get(first)
+    if obj is None:
+        raise Unsupported("USER_ERROR", "super(): no arguments")
+    return SuperVar(cls, obj)
+
+
+def load_attr(tx: Any, obj: UserObjectVar, name: str) -> Var:
+    """`obj.name` for an object made in the trace (instance dict, then the class)."""
+    if name in obj.attrs:
+        return obj.attrs[name]
+    if name == "__class__":
+        return ObjectVar(obj.cls, source=obj.cls_source)
+    if name == "__dict__":
+        raise Unsupported("UNSUPPORTED_ATTRIBUTE", "__dict__ of an object made in the trace")
+    source = obj.cls_source and AttrSource(obj.cls_source, name)
+    return _bind(tx, obj, obj.cls.__mro__, name, source,
+                 f"'{obj.cls.__name__}' object has no attribute '{name}'")
+
+
+def load_super_attr(tx: Any, sup: SuperVar, name: str) -> Var:
+    """`super().name`: looked up after `sup.cls` in the MRO of the object's class."""
+    owner = sup.obj.cls if isinstance(sup.obj, UserObjectVar) else \
+        type(getattr(sup.obj, "value", None))
+    mro = owner.__mro__
+    if sup.cls not in mro:
+        raise Unsupported("USER_ERROR", "super(type, obj): obj must be an instance or "
+                          "subtype of type")
+    after = mro[mro.index(sup.cls) + 1:]
+    if name == "__init__" and _class_attribute(after, name) is object.__init__:
+        return UserMethodVar(None, sup.obj)
+    return _bind(tx, sup.obj, after, name, None, f"'super' object has no attribute '{name}'")
+
+
+def store_attr(obj: UserObjectVar, name: str, value: Var) -> None:
+    """`obj.name = value`: the instance dict (nothing outside the trace sees the object)."""
+    if _is_frozen_dataclass(obj.cls):
+        raise Unsupported("USER_ERROR", f"cannot assign to field {name!r}")  # eager's error
+    set_attr(obj, name, value)
+
+
+def set_attr(obj: UserObjectVar, name: str, value: Var) -> None:
+    """`object.__setattr__(obj, name, value)` (a frozen dataclass's __init__ writes so)."""
+    if hasattr(_class_attribute(obj.cls.__mro__, name), "__set__"):
+        raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"assigning {obj.cls.__name__}.{name}, a "
+                          "property or descriptor, on an object made in the trace")
+    obj.attrs[name] = value
+
+
+def call_method(tx: Any, method: UserMethodVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    if method.function is None:
+        if args or kwargs:
+            raise Unsupported("USER_ERROR", "object.__init__() takes exactly one argument")
+        return ConstVar(None)
+    return tx.ctx.inline_function(tx, method.function, ObjectVar(method.function),
+                                  [method.obj, *args], kwargs)
+
+
+def rebuild_object(cls: type, attrs: dict[str, Any]) -> Any:
+    """An object made in the trace, built after the graph: its class, then its attributes
+    set as its `__init__` left them (no `__init__` runs again)."""
+    obj = cls.__new__(cls)
+    for name, value in attrs.items():
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def _class_attribute(mro: tuple[type, ...], name: str) -> Any:
+    for klass in mro:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
+          missing: str) -> Var:
+    """A class attribute found in `mro`, bound to `obj` as Python binds it."""
+    for klass in mro:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            break
+    else:
+        raise Unsupported("USER_ERROR", missing)
+    if isinstance(attr, staticmethod):
+        return ObjectVar(attr.__func__)
+    if isinstance(attr, classmethod):
+        owner = obj.cls if isinstance(obj, UserObjectVar) else type(getattr(obj, "value", None))
+        return ObjectVar(types.MethodType(attr.__func__, owner))
+    if isinstance(attr, property):
+        if attr.fget is None or not tx.ctx.is_user_function(attr.fget):
+            raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"the property {name} is not Python "
+                              "code the tracer can inline")
+        return tx.ctx.inline_function(tx, attr.fget, ObjectVar(attr.fget), [obj], {})
+    if isinstance(attr, types.FunctionType):
+        if not tx.ctx.is_user_function(attr):
+            raise Unsupported("UNSUPPORTED_CALL", f"the method {name} is not Python code the "
+                              "tracer can inline")
+        return UserMethodVar(attr, obj)
+    if hasattr(attr, "__get__"):
+        raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"{name}, a descriptor of "
+                          f"{type(attr).__name__}, read through an object made in the trace")
+    return tx.ctx.wrap_value(attr, source)
