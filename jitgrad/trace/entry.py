@@ -294,8 +294,17 @@ class CompiledFunction:
         return run()
 
     def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
-        failed = explain_failure(cache.entries[0].guards, self._function, args, kwargs)
-        reason = f"{self._qualname()}: {failed}" if failed is not None else self._qualname()
+        """Record why this call compiles again: the failing guard of every cache entry
+        (newest first, as they are tried), and stop compiling at the recompile limit."""
+        failures = [explain_failure(entry.guards, self._function, args, kwargs)
+                    for entry in cache.entries]
+        failed = failures[0]
+        if len(failures) == 1:
+            reason = f"{self._qualname()}: {failed}" if failed is not None else self._qualname()
+        else:
+            reason = f"{self._qualname()}: " + "; ".join(
+                f"entry {len(failures) - i} of {len(failures)}: {f}"
+                for i, f in enumerate(failures) if f is not None)
         guard = failed.guard if failed is not None else None
         changed = changed_numbers(cache.entries[0].guards, self._function, args, kwargs)
         if changed:
@@ -312,7 +321,9 @@ class CompiledFunction:
                 config.TOTAL_RECOMPILE_LIMIT
             cache.eager_reason = f"hit the recompile limit ({limit})"
             _warn_once(f"jitgrad.compile: {self._qualname()} hit the recompile limit ({limit}); "
-                       f"it runs eagerly from now on. Last failing guard: {failed}")
+                       f"its {len(cache.entries)} compiled entries keep running for calls "
+                       "whose guards hold, other calls run eagerly from now on. Why this "
+                       f"call matched none: {reason.removeprefix(self._qualname() + ': ')}")
 
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()

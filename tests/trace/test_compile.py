@@ -279,6 +279,42 @@ def test_disable_switch_and_disabled_functions(monkeypatch):
         f"({disabled})\n"
 
 
+def test_a_recompile_reason_names_the_failing_guard_of_every_entry():
+    compiled = jg.compile(lambda x, flag: x + 1 if flag == "a" else x - 1)
+    compiled(x8(shape=(4,)), "a")
+    compiled(x8(shape=(4,)), "b")
+    from jitgrad.trace import report as report_module
+
+    output = report_module.ExplainOutput()
+    report_module.recorders().append(output)
+    try:
+        compiled(x8(shape=(5,)), "c")
+    finally:
+        report_module.recorders().remove(output)
+    (reason,) = output.recompile_reasons
+    assert reason.endswith(": entry 2 of 2: x.shape[0]: expected 4, got 5; "
+                           "entry 1 of 2: x.shape[0]: expected 4, got 5"), reason
+
+
+def test_at_the_recompile_limit_the_compiled_entries_keep_running():
+    def f(x, flag):
+        return x + 1 if flag == "a" else x - 1
+
+    compiled = jg.compile(f)
+    x = x8()
+    with pytest.warns(UserWarning, match="its 8 compiled entries keep running for calls whose "
+                      "guards hold, other calls run eagerly from now on. Why this call "
+                      "matched none: entry 8 of 8: flag: expected 'flag7', got 'flag8'"):
+        for i in range(9):
+            compiled(x, f"flag{i}")
+    from jitgrad.trace import entry as entry_module
+
+    cache = entry_module.cache_for(compiled._function, compiled._backend)
+    hits = sum(e.hits for e in cache.entries)
+    assert_same(compiled(x, "flag3"), f(x, "flag3"))
+    assert sum(e.hits for e in cache.entries) == hits + 1  # an old entry ran, compiled
+
+
 def test_recompile_limit_falls_back_to_eager_with_one_warning():
     def f(x, flag):
         return x + 1 if flag == "a" else x - 1
