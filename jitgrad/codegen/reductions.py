@@ -631,8 +631,13 @@ def _sum_kind(source: _Source) -> _Program:
 
 
 def _var_kind(source: _Source) -> _Program:
+    # eager's corrected two-pass mean (jitgrad/eager/ops/reduction.py): a pass summing the
+    # deviations from the first mean corrects its rounding, so equal values give exactly 0
     return _Program(_SQUARES_STATE, [
-        *_squares_steps(),
+        *_sum_steps(), _code("mean = acc / count", "acc = np.float64(0.0)"),
+        _Step(["dev = np.float64(v) - mean", "acc = _accumulate(acc, dev)"], is_pass=True),
+        _code("mean = mean + acc / count", "sq = np.float64(0.0)"),
+        _Step(["dev = np.float64(v) - mean", "sq = _accumulate(sq, dev * dev)"], is_pass=True),
         _code("variance = sq / scalars[1]",
               f"res = {_typed(source)}(math.sqrt(variance) if scalars[2] != 0.0 else variance)",
               *_writes(source, {source.reduction: "res"}))])

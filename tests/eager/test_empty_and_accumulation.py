@@ -175,3 +175,22 @@ def test_float32_variance_of_large_equal_values_is_zero_not_an_overflowed_mean(o
     # the second row's variance, 2.25e76, is beyond float32; its square root is not
     expected = [0.0, np.inf] if op == "var" else [0.0, 1.5e38]
     np.testing.assert_array_equal(fn(x).numpy(), np.array(expected, np.float32))
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "numba"])
+@pytest.mark.parametrize("dtype", [jg.float32, jg.float64])
+def test_variance_of_equal_values_is_exactly_zero_and_std_gives_them_no_gradient(dtype, backend):
+    # fuzz seed 651576: the mean of three copies of a rounds (3a / 3 != a), so the std was
+    # 2.7e-16 and its gradient 0.41 per element; torch's Welford mean is exact: std 0,
+    # gradient 0 (its std_backward masks a zero std)
+    def fn(x):
+        return x.var(dim=0), x.std(dim=0)
+
+    if backend is not None:
+        jg.reset()
+        fn = jg.compile(fn, backend=backend)
+    x = jg.tensor([[-1.94340001, 0.1, 7.3]] * 3, dtype=dtype, requires_grad=True)
+    var, std = fn(x)
+    assert var.tolist() == [0.0, 0.0, 0.0] and std.tolist() == [0.0, 0.0, 0.0]
+    std.sum().backward()
+    assert x.grad.tolist() == [[0.0] * 3] * 3

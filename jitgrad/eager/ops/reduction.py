@@ -459,13 +459,20 @@ def _unrounded_var(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                    correction: float) -> np.ndarray:
     """The variance in float64 for float16/float32 x (x's dtype otherwise), not yet rounded:
     as PyTorch's Welford accumulation in double, neither the mean nor the squares overflow
-    where the result does not (fuzz seed 630925: the variance of [3e38, 3e38] is 0, the
+    where the result does not, and equal values give exactly 0 (fuzz seed 630925: the variance of [3e38, 3e38] is 0, the
     standard deviation of [3e38, 1] is 1.5e38)."""
     axis = _axis(x, dims)
     keep = keepdim and x.ndim > 0
     n = reduced_count(x.shape, axis)
     wide = x.astype(_float_accumulator(x, None) or x.dtype, copy=False)
-    centered = wide - np.add.reduce(wide, axis=axis, keepdims=True) / n
+    mean = np.add.reduce(wide, axis=axis, keepdims=True) / n
+    # the corrected two-pass mean (Chan, Golub & LeVeque 1983): the deviations' sum puts
+    # back what rounding the mean lost, so equal values have variance exactly 0, as with
+    # PyTorch's Welford mean (fuzz seed 651576: std of [a, a, a] was 2.7e-16, so its
+    # gradient was 0.41 per element where torch's zero std gives 0)
+    with np.errstate(invalid="ignore"):  # inf - inf of an infinite row: NaN either way
+        mean = mean + np.add.reduce(wide - mean, axis=axis, keepdims=True) / n
+    centered = wide - mean
     # PyTorch divides by max(0, N - correction): 0/0 = nan, positive/0 = inf
     dof = wide.dtype.type(n - correction if n > correction else 0)
     return np.add.reduce(centered * centered, axis=axis, keepdims=keep) / dof
