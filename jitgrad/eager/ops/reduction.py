@@ -459,8 +459,8 @@ def _unrounded_var(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                    correction: float) -> np.ndarray:
     """The variance in float64 for float16/float32 x (x's dtype otherwise), not yet rounded:
     as PyTorch's Welford accumulation in double, neither the mean nor the squares overflow
-    where the result does not, and equal values give exactly 0 (fuzz seed 630925: the variance of [3e38, 3e38] is 0, the
-    standard deviation of [3e38, 1] is 1.5e38)."""
+    where the result does not (fuzz seed 630925: the variance of [3e38, 3e38] is 0, the
+    standard deviation of [3e38, 1] is 1.5e38), and equal values give exactly 0."""
     axis = _axis(x, dims)
     keep = keepdim and x.ndim > 0
     n = reduced_count(x.shape, axis)
