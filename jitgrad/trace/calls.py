@@ -95,7 +95,8 @@ def to_python(tx: Any, var: Var) -> Any:
     if isinstance(var, (ConstVar, ObjectVar)):
         return constant(tx, var)
     if isinstance(var, TupleVar):
-        return tuple(to_python(tx, v) for v in var.items)
+        items = tuple(to_python(tx, v) for v in var.items)
+        return items if var.cls is None else var.cls._make(items)  # a namedtuple's own class
     if isinstance(var, ListVar):
         return [to_python(tx, v) for v in var.items]
     if isinstance(var, DictVar):
@@ -381,7 +382,7 @@ def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
         tx.ctx.store_grad(obj, value)
         return
     if isinstance(obj, UserObjectVar):
-        user_objects.store_attr(obj, name, value)
+        user_objects.store_attr(tx, obj, name, value)
         return
     if isinstance(obj, ObjectVar) and obj.source is not None and not isinstance(
             getattr(type(obj.value), name, None), property):
@@ -645,6 +646,8 @@ def _builtin_isinstance(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var
     if isinstance(value, TensorVar):
         return ConstVar(isinstance(value.fake, classes))
     if isinstance(value, UserObjectVar):
+        return ConstVar(issubclass(value.cls, classes))
+    if isinstance(value, TupleVar) and value.cls is not None:  # a namedtuple
         return ConstVar(issubclass(value.cls, classes))
     kinds = {TupleVar: tuple, ListVar: list, DictVar: dict}
     if type(value) in kinds:

@@ -42,7 +42,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import breaks, report, side_effects, user_lines, user_objects
+from jitgrad.trace import breaks, report, side_effects, user_lines
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
@@ -659,10 +659,10 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
     if isinstance(var, (ConstVar, ObjectVar)):
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, UserObjectVar):  # Note [Objects made in traced code]
-        attrs = ", ".join(f"{name!r}: {_output_expr(v, outputs, env, input_names)}"
-                          for name, v in var.attrs.items())
-        return (f"{env.const(user_objects.rebuild_object, 'rebuild_object')}("
-                f"{env.const(var.cls)}, {{{attrs}}})")
+        raise Unsupported("UNSUPPORTED_VALUE", f"a {var.cls.__qualname__} object made in the "
+                          "compiled function leaves it (returned, stored outside, or alive "
+                          "at a graph break)", "make the object outside the compiled "
+                          "function, or keep it inside")
     if isinstance(var, TupleVar):
         items = [_output_expr(v, outputs, env, input_names) for v in var.items]
         if var.cls is not None:  # a namedtuple made by real code: rebuilt from its class

@@ -9,11 +9,13 @@ holds its class and its instance dict as Vars. Calling the class inlines `__init
 (a dataclass's generated one too) with the new Var as `self`; attribute reads come from
 the instance dict, then the class's MRO as Python finds them (functions become methods
 bound to the Var, properties run their getter inlined, static and class methods as
-Python binds them); attribute writes go to the instance dict, since nothing outside the
-trace can see the object yet. If the object leaves the graph (returned, stored on an
-argument, live at a graph break) it is built for real after the graph from its class
-and final attributes (`rebuild_object`: `cls.__new__(cls)`, then the attributes), as
-AOTAutograd rebuilds the outputs it did not trace as tensors. Only plain classes are
+Python binds them); attribute writes go to the instance dict (a property's setter runs
+inlined), since nothing outside the trace can see the object yet. Methods and
+properties read through a class the frame reaches are guarded by their code, so
+replacing one recompiles. An object that would leave the graph (returned, stored
+outside, live at a graph break) is refused (the frame then runs eagerly): rebuilding
+it after the graph would make a copy per reference, where eager has one object that
+every alias, list and attribute shares. Only plain classes are
 modelled: no metaclass, no `__new__`, `__getattr__`, `__getattribute__` or
 `__setattr__` of their own (a frozen dataclass's, which refuses writes, is modelled by
 refusing them), no builtin base but `object`, defined in user code; calling any other
@@ -165,10 +167,22 @@ def load_super_attr(tx: Any, sup: SuperVar, name: str) -> Var:
     return _bind(tx, sup.obj, after, name, None, f"'super' object has no attribute '{name}'")
 
 
-def store_attr(obj: UserObjectVar, name: str, value: Var) -> None:
-    """`obj.name = value`: the instance dict (nothing outside the trace sees the object)."""
+def store_attr(tx: Any, obj: UserObjectVar, name: str, value: Var) -> None:
+    """`obj.name = value`: the instance dict (nothing outside the trace sees the object),
+    or the class's property setter, inlined."""
     if _is_frozen_dataclass(obj.cls):
         raise Unsupported("USER_ERROR", f"cannot assign to field {name!r}")  # eager's error
+    attr = _class_attribute(obj.cls.__mro__, name)
+    if isinstance(attr, property):
+        if attr.fset is None or not tx.ctx.is_user_function(attr.fset):
+            raise Unsupported("USER_ERROR" if attr.fset is None else "UNSUPPORTED_ATTRIBUTE",
+                              f"property {name!r} of {obj.cls.__name__!r} object has no setter"
+                              if attr.fset is None else f"the setter of {name} is not Python "
+                              "code the tracer can inline")
+        source = obj.cls_source and AttrSource(AttrSource(obj.cls_source, name), "fset")
+        tx.ctx.inline_function(tx, attr.fset, ObjectVar(attr.fset, source=source), [obj, value],
+                               {})
+        return
     set_attr(obj, name, value)
 
 
@@ -185,17 +199,9 @@ def call_method(tx: Any, method: UserMethodVar, args: list[Var], kwargs: dict[st
         if args or kwargs:
             raise Unsupported("USER_ERROR", "object.__init__() takes exactly one argument")
         return ConstVar(None)
-    return tx.ctx.inline_function(tx, method.function, ObjectVar(method.function),
+    return tx.ctx.inline_function(tx, method.function,
+                                  ObjectVar(method.function, source=method.source),
                                   [method.obj, *args], kwargs)
-
-
-def rebuild_object(cls: type, attrs: dict[str, Any]) -> Any:
-    """An object made in the trace, built after the graph: its class, then its attributes
-    set as its `__init__` left them (no `__init__` runs again)."""
-    obj = cls.__new__(cls)
-    for name, value in attrs.items():
-        object.__setattr__(obj, name, value)
-    return obj
 
 
 def _class_attribute(mro: tuple[type, ...], name: str) -> Any:
@@ -223,12 +229,13 @@ def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
         if attr.fget is None or not tx.ctx.is_user_function(attr.fget):
             raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"the property {name} is not Python "
                               "code the tracer can inline")
-        return tx.ctx.inline_function(tx, attr.fget, ObjectVar(attr.fget), [obj], {})
+        getter = ObjectVar(attr.fget, source=source and AttrSource(source, "fget"))
+        return tx.ctx.inline_function(tx, attr.fget, getter, [obj], {})
     if isinstance(attr, types.FunctionType):
         if not tx.ctx.is_user_function(attr):
             raise Unsupported("UNSUPPORTED_CALL", f"the method {name} is not Python code the "
                               "tracer can inline")
-        return UserMethodVar(attr, obj)
+        return UserMethodVar(attr, obj, source=source)  # its code guarded when called
     if hasattr(attr, "__get__"):
         raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"{name}, a descriptor of "
                           f"{type(attr).__name__}, read through an object made in the trace")
