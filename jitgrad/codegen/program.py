@@ -30,7 +30,7 @@ import numpy as np
 
 from jitgrad.codegen.fusion import FusionGroup
 from jitgrad.eager.grad_mode import set_grad_mode
-from jitgrad.eager.ops.registry import OpDef
+from jitgrad.eager.ops.registry import OpDef, laid_out_forward
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.graph import Graph, Node, map_arg
 
@@ -110,9 +110,12 @@ def build_program_graph(graph: Graph, groups: list[FusionGroup],
 
 
 def _array_target(target: Any) -> tuple[Callable[..., Any], str | None]:
-    """What the program calls for a node's target, and the name it calls it by."""
+    """What the program calls for a node's target, and the name it calls it by: an op's
+    forward with eager's result layout (numpy's may differ: a square einsum of transposed
+    operands, a cumsum of a transposed one; the check costs nothing when all is
+    C-contiguous)."""
     if isinstance(target, OpDef):
-        return target.forward, target.name
+        return laid_out_forward(target), target.name
     if target is operator.getitem or target is set_grad_mode:
         return target, None
     return _OnTensors(target), None

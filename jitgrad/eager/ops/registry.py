@@ -32,6 +32,7 @@ a traced graph holds exactly the ops eager mode would run.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -398,6 +399,23 @@ def result_layout(op: OpDef, arrays: tuple, params: dict[str, Any], out: Any) ->
     if op.elementwise and params.get("order") != "C":
         return layout.with_strides(out, layout.iterator_strides(out.shape, operands))
     return layout.with_strides(out, layout.contiguous_strides(out.shape))
+
+
+@functools.cache
+def laid_out_forward(op: OpDef) -> Callable[..., Any]:
+    """`op`'s forward followed by apply_op's layout step (Note [Result layouts]): for code
+    that runs forwards on raw arrays (a compiled graph's program) where an operand or the
+    result is not C-contiguous, so the result has eager's strides, not numpy's."""
+    forward = op.forward
+
+    def laid_out(*arrays: Any, **params: Any) -> Any:
+        out = forward(*arrays, **params)
+        if not _all_c_contiguous(out, arrays):
+            out = result_layout(op, arrays, params, out)
+        return out
+
+    laid_out.__name__ = laid_out.__qualname__ = f"{op.name}_laid_out"
+    return laid_out
 
 
 def _save(op: OpDef, edges: tuple, inputs: tuple, out: Any, result: Tensor) -> SavedValues:
