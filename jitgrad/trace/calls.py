@@ -75,6 +75,8 @@ def constant(tx: Any, var: Var) -> Any:
     if isinstance(var, TupleVar):
         return tuple(constant(tx, v) for v in var.items)
     if isinstance(var, ObjectVar):
+        if var.source is not None:  # baked into the trace (a dtype argument): the same object
+            tx.ctx.guard_identity(var)
         return var.value
     if isinstance(var, TensorVar) and isinstance(var.fake, FakeNumber) and var.source is not None:
         # a changing number needed as a Python constant here (a loop bound): specialize it

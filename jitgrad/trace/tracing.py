@@ -120,6 +120,8 @@ class TraceContext:
         self.input_sources: list[Source] = []
         self.side_effects = SideEffects()
         self._lifted: dict[int, FakeTensor] = {}
+        # one Var per list/dict read from outside, so every read sees the trace's mutations
+        self._containers: dict[int, Var] = {}
         self._input_fakes: dict[Source, FakeTensor] = {}
         self._lift_sources: dict[int, Source] = {}
         self._constants: dict[int, FakeTensor] = {}
@@ -175,17 +177,31 @@ class TraceContext:
             return TensorVar(self.lift_number(value, source), source=source)
         if isinstance(value, (int, float, bool, str, type(None), complex)):
             return ConstVar(value, source=source)
+        if type(value) in (list, dict) and source is not None and id(value) in self._containers:
+            # read again (a global list appended to twice): the same Var, holding what the
+            # trace wrote so far; reached by another name, the two must stay one object
+            known = self._containers[id(value)]
+            if known.source != source:
+                self._guard("DUPLICATE_INPUT", source, known.source)
+            return known
         if type(value) in (tuple, list):
             self._guard("LENGTH_MATCH", source, LengthMatch.of(value))
             items = [self.wrap_value(v, source and ItemSource(source, i))
                      for i, v in enumerate(value)]
-            return TupleVar(items, source=source) if type(value) is tuple else \
-                ListVar(items, source=source)
+            if type(value) is tuple:
+                return TupleVar(items, source=source)
+            return self._container(value, ListVar(items, source=source))
         if type(value) is dict and all(isinstance(k, (str, int)) for k in value):
             self._guard("DICT_KEYS_MATCH", source, KeysMatch.of(value))
-            return DictVar({k: self.wrap_value(v, source and ItemSource(source, k))
-                            for k, v in value.items()}, source=source)
+            return self._container(value, DictVar({
+                k: self.wrap_value(v, source and ItemSource(source, k))
+                for k, v in value.items()}, source=source))
         return ObjectVar(value, source=source)
+
+    def _container(self, value: Any, var: Var) -> Var:
+        if var.source is not None:
+            self._containers[id(value)] = var
+        return var
 
     def lift(self, tensor: Tensor, source: Source | None) -> FakeTensor:
         """The placeholder for a tensor read from outside (one per tensor object)."""

@@ -603,3 +603,54 @@ def test_functions_sharing_code_with_different_defaults_do_not_share_graphs():
             return x * k
 
         np.testing.assert_array_equal(jg.compile(scaled)(x).numpy(), (x * k).numpy())
+
+
+REGISTRY = []
+TABLE = {}
+
+
+class History:
+    def __init__(self):
+        self.seen = []
+
+
+def mutates_outside_containers(history, x):
+    REGISTRY.append(3)
+    REGISTRY.append(1)
+    TABLE["a"] = 1
+    TABLE["b"] = len(REGISTRY)
+    history.seen.append(1)
+    history.seen.append(2)
+    return x + len(REGISTRY) + len(TABLE) + len(history.seen)
+
+
+def test_every_mutation_of_a_list_or_dict_from_outside_is_kept_in_order():
+    # new-user report: each read of a global list made a new Var, so only the last
+    # append reached the list and len() read inside saw none of them
+    history = History()
+    out = jg.compile(mutates_outside_containers)(history, jg.zeros(2))
+    assert out.tolist() == [6.0, 6.0]
+    assert REGISTRY == [3, 1] and TABLE == {"a": 1, "b": 2} and history.seen == [1, 2]
+    out = jg.compile(mutates_outside_containers)(history, jg.zeros(2))
+    assert out.tolist() == [10.0, 10.0] and REGISTRY == [3, 1, 3, 1] and len(history.seen) == 4
+
+
+def test_one_list_reached_by_two_names_stays_one_object():
+    def append_twice(a, b, x):
+        a.append(1)
+        b.append(2)
+        return x + len(a)
+
+    shared = []
+    compiled = jg.compile(append_twice)
+    assert compiled(shared, shared, jg.zeros(1)).tolist() == [2.0] and shared == [1, 2]
+    first, second = [], []
+    assert compiled(first, second, jg.zeros(1)).tolist() == [1.0]  # a guard tells them apart
+    assert first == [1] and second == [2]
+
+
+def test_an_object_used_as_a_constant_is_guarded_by_identity():
+    compiled = jg.compile(lambda x, dtype: x.to(dtype))
+    x = jg.ones(2)
+    assert compiled(x, jg.float16).dtype == jg.float16
+    assert compiled(x, jg.float64).dtype == jg.float64  # was float16: the dtype unguarded
