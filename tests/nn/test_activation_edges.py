@@ -128,3 +128,19 @@ def test_compiled_infinite_upstream_gradient_gives_torchs_gradient(name):
     compiled = jg.compile(lambda x: fn(x))
     with np.errstate(all="ignore"):
         assert_matches_torch(name, "float32", grads_for_upstream(compiled, "float32"))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_float16_gelu_gradient_computes_in_float32_as_torch(approximate, compiled):
+    # torch 2.13's half gelu_backward computes in float32; in float16 x^2 overflows beyond
+    # 256 and the tanh form's 0 * inf gave NaN (new-user report)
+    fn = lambda x: F.gelu(x, approximate=approximate)  # noqa: E731
+    if compiled:
+        jg.reset()
+        fn = jg.compile(fn)
+    x = jg.tensor([6e4, 65504.0, -6e4, 300.0, -300.0, 1.5, 0.0], dtype=jg.float16,
+                  requires_grad=True)
+    fn(x).sum().backward()
+    assert x.grad.dtype == jg.float16
+    assert x.grad.tolist() == [1.0, 1.0, 0.0, 1.0, 0.0, 1.1279296875, 0.5]  # torch's

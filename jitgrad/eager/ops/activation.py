@@ -124,7 +124,17 @@ def _threshold_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
 
 def _gelu_backward(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     # PyTorch's GeluBackward: the derivative first, then one product with g, so an
-    # infinite g gives ±inf, not inf - inf (as the product rule of x * Phi(x) would)
+    # infinite g gives ±inf, not inf - inf (as the product rule of x * Phi(x) would);
+    # float16 computes in float32 as PyTorch's half kernels do (x^2 overflows float16 at
+    # |x| > 256, and the tanh form's 0 * inf would be NaN)
+    dtype = ctx.input_metadata[0][1]
+    if dtype == np.float16:
+        (grad,) = _gelu_derivative_times(xp, ctx, xp.cast(g, np.float32), xp.cast(x, np.float32))
+        return (xp.cast(grad, np.float16),)
+    return _gelu_derivative_times(xp, ctx, g, x)
+
+
+def _gelu_derivative_times(xp: Any, ctx: Any, g: Any, x: Any) -> tuple:
     if ctx.params["approximate"] == "tanh":
         inner = SQRT_2_OVER_PI * (x + GELU_KAPPA * (x * x * x))
         t = xp.tanh(inner)
