@@ -155,8 +155,7 @@ def load_attr(tx: Any, obj: UserObjectVar, name: str) -> Var:
 
 def load_super_attr(tx: Any, sup: SuperVar, name: str) -> Var:
     """`super().name`: looked up after `sup.cls` in the MRO of the object's class."""
-    owner = sup.obj.cls if isinstance(sup.obj, UserObjectVar) else \
-        type(getattr(sup.obj, "value", None))
+    owner = _owner(sup.obj)
     mro = owner.__mro__
     if sup.cls not in mro:
         raise Unsupported("USER_ERROR", "super(type, obj): obj must be an instance or "
@@ -204,6 +203,15 @@ def call_method(tx: Any, method: UserMethodVar, args: list[Var], kwargs: dict[st
                                   [method.obj, *args], kwargs)
 
 
+def _owner(obj: Var) -> type:
+    """The class whose MRO attribute reads through `obj` follow: an object's class, or the
+    class itself for `super()` in a classmethod (whose first argument is the class)."""
+    if isinstance(obj, UserObjectVar):
+        return obj.cls
+    value = getattr(obj, "value", None)
+    return value if isinstance(value, type) else type(value)
+
+
 def _class_attribute(mro: tuple[type, ...], name: str) -> Any:
     for klass in mro:
         if name in klass.__dict__:
@@ -223,8 +231,7 @@ def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
     if isinstance(attr, staticmethod):
         return ObjectVar(attr.__func__)
     if isinstance(attr, classmethod):
-        owner = obj.cls if isinstance(obj, UserObjectVar) else type(getattr(obj, "value", None))
-        return ObjectVar(types.MethodType(attr.__func__, owner))
+        return ObjectVar(types.MethodType(attr.__func__, _owner(obj)))
     if isinstance(attr, property):
         if attr.fget is None or not tx.ctx.is_user_function(attr.fget):
             raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"the property {name} is not Python "

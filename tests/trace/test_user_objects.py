@@ -58,6 +58,12 @@ class Shifted(Scaler):
         return super().apply(x) - self.shift
 
 
+class Made(Scaler):
+    @classmethod
+    def make(cls, k):
+        return super().make(k * 10)
+
+
 class Plain:
     def __init__(self):
         super().__init__()
@@ -83,7 +89,7 @@ def methods_and_properties(x):
 
 
 def subclass_with_super(x):
-    return Shifted(2, 0.25).apply(x) + Plain().n
+    return Shifted(2, 0.25).apply(x) + Plain().n + Made.make(1).k
 
 
 def namedtuple_fields(x):
