@@ -255,6 +255,17 @@ class FakeTensor(Tensor):
     def detach(self) -> FakeTensor:
         return self._alias("detach")
 
+    def requires_grad_(self, requires_grad: bool = True) -> FakeTensor:
+        """Making a traced leaf require grad (or stop) is a graph break: the graph's outputs
+        carry no such leaves, so the call runs on the real tensor (new-user report:
+        `a.detach().requires_grad_()` came out not requiring grad)."""
+        if self.grad_fn is None and bool(requires_grad) != self._requires_grad and \
+                self._data.dtype.kind == "f":
+            raise Unsupported("UNSUPPORTED_CALL", "requires_grad_() changes whether a traced "
+                              "tensor is a leaf requiring grad", "call it outside the "
+                              "compiled function")
+        return super().requires_grad_(requires_grad)
+
     @property
     def data(self) -> FakeTensor:
         return self._alias("data")

@@ -654,3 +654,15 @@ def test_an_object_used_as_a_constant_is_guarded_by_identity():
     x = jg.ones(2)
     assert compiled(x, jg.float16).dtype == jg.float16
     assert compiled(x, jg.float64).dtype == jg.float64  # was float16: the dtype unguarded
+
+
+def test_requires_grad_on_a_tensor_made_in_the_trace_gives_eagers_leaf():
+    def make_leaf(a):
+        w = a.detach().requires_grad_()
+        return w, (w * 2).sum()
+
+    x = jg.ones(3)
+    w, total = jg.compile(make_leaf)(x)
+    assert w.requires_grad and w.is_leaf and total.requires_grad
+    total.backward()
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
