@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager import xp
+from jitgrad.eager import layout, xp
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.ops.comparison import where
 from jitgrad.eager.ops.registry import OPS, apply_op
@@ -50,9 +50,13 @@ def written_base(view: ViewInfo, base: Tensor, value: Tensor) -> Tensor:
     Shapes: base like the root base, value like the view -> like the base.
     """
     ones = np.ones(value._data.shape, dtype=value._data.dtype)
-    outside = replay_backward(view.replay, xp.NUMPY, ones) == 0
+    outside = np.asarray(replay_backward(view.replay, xp.NUMPY, ones) == 0)
+    # laid out as the base, so the where (whose first operand decides its result's layout)
+    # gives the base its own layout back: through `b.t()` the mask comes out transposed
+    # (new-user report: `b.t().add_(1)` left a compiled `b` transposed, eager's is not)
+    outside = layout.with_strides(outside, layout.preserved_strides(base._data))
     scattered = replay_backward(view.replay, xp.TENSOR, value)
-    return where(Tensor._make(np.asarray(outside)), base, scattered)
+    return where(Tensor._make(outside), base, scattered)
 
 
 def views_of(graph: Any, storage: Any) -> list[Tensor]:

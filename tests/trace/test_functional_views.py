@@ -149,3 +149,27 @@ def test_split_outputs_written_in_place_raise_eagers_error():
 
     outcome = assert_matches_eager(f, inputs, "eager")
     assert outcome.error is not None and outcome.error[0] is RuntimeError
+
+
+WRITES_THROUGH_REORDERING_VIEWS = {
+    "through_t": lambda x: _written(x + 1, lambda b: b.t().add_(1)),
+    "into_a_transposed_base": lambda x: _written((x + 1).t(), lambda b: b[0].mul_(2)),
+    "through_permute": lambda x: _written((x + 1).reshape(1, 2, 3),
+                                          lambda b: b.permute(2, 0, 1)[1].zero_()),
+}
+
+
+def _written(base, write):
+    write(base)
+    return base
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("name", sorted(WRITES_THROUGH_REORDERING_VIEWS))
+def test_a_write_through_a_reordering_view_keeps_the_bases_layout(name, backend):
+    # new-user report: `b.t().add_(1)` left a compiled `b` transposed (view(-1) raised)
+    fn = WRITES_THROUGH_REORDERING_VIEWS[name]
+    x = jg.arange(6.0).reshape(2, 3)
+    want = fn(x)
+    got = jg.compile(fn, backend=backend)(x)
+    assert got.stride() == want.stride() and got.tolist() == want.tolist()
