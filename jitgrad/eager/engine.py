@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import AccumulateGrad, Edge, Node
 from jitgrad.eager.tensor import Tensor, gradient_edge
@@ -348,7 +349,7 @@ def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> Non
         else:
             variable._grad = current + grad
     elif current is None:
-        variable._grad = Tensor._make(np.array(grad, copy=True))
+        variable._grad = Tensor._make(_gradient_copy(np.asarray(grad), variable._data))
     elif current._requires_grad:
         variable._grad = Tensor._make(current._data + grad)
     else:
@@ -356,6 +357,19 @@ def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> Non
     if variable._post_acc_hooks:
         for hook in list(variable._post_acc_hooks.values()):
             hook(variable)
+
+
+def _gradient_copy(grad: np.ndarray, param: np.ndarray) -> np.ndarray:
+    """A copy of a leaf's first gradient laid out by PyTorch's gradient layout contract
+    (AccumulateGrad): the leaf's own strides when they are non-overlapping and dense, else
+    C order. `w.t()`'s gradient is then laid out as `w` and `w.grad.view(-1)` works (an
+    optimizer flattening gradients relies on it)."""
+    if layout.non_overlapping_and_dense(param):
+        strides = layout.element_strides(param)
+    else:
+        strides = layout.contiguous_strides(param.shape)
+    laid_out = layout.with_strides(grad, strides)
+    return np.array(grad, copy=True) if laid_out is grad else laid_out
 
 
 def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence[Any] | None,

@@ -386,3 +386,30 @@ def test_add_alpha_scales_in_the_result_dtype():
     expected = [2 * float(np.float32(3e38)), 2.0]  # torch 2.13: float64, no float32 overflow
     assert jg.add(wide, narrow, alpha=2).tolist() == expected
     assert jg.sub(wide, narrow, alpha=2).tolist() == [-v for v in expected]
+
+
+# ----- a leaf's first gradient follows PyTorch's gradient layout contract -----------------
+
+def _leaf(make):
+    return make().detach().requires_grad_()
+
+
+GRADIENT_LAYOUTS = {  # (leaf, loss of it) -> torch 2.13's leaf.grad.stride()
+    "matmul_of_t": (lambda: jg.ones(3, 5), lambda a: (a.t() @ jg.ones(3, 4)).sum(), (5, 1)),
+    "transposed_leaf": (lambda: jg.ones(5, 3).t(), lambda b: b.exp().sum(), (1, 3)),
+    "strided_leaf": (lambda: jg.ones(4, 6)[:, ::2], lambda c: (c * 2).sum(), (3, 1)),
+    "cumsum_of_t": (lambda: jg.ones(3, 4), lambda d: d.t().cumsum(0).sum(), (4, 1)),
+    "expanded_leaf": (lambda: jg.ones(1, 4).expand(3, 4), lambda e: (e * 2).sum(), (4, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRADIENT_LAYOUTS))
+def test_a_leafs_first_gradient_is_laid_out_as_torchs(name):
+    # new-user report: a.grad of `a.t() @ w` came out transposed, so a.grad.view(-1) raised
+    make, loss, expected = GRADIENT_LAYOUTS[name]
+    leaf = _leaf(make)
+    loss(leaf).backward()
+    assert leaf.grad.stride() == expected
+    grad = leaf.grad
+    loss(leaf).backward()  # a second gradient accumulates into the same tensor
+    assert leaf.grad is grad and leaf.grad.stride() == expected
