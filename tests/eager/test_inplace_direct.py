@@ -110,3 +110,26 @@ def test_copy_from_a_float_tensor_into_an_int_tensor_truncates():
     x = jg.zeros(4, dtype=jg.int64)
     x.copy_(jg.tensor([1.7, -1.7, 2.5, -0.5]))
     np.testing.assert_array_equal(x.numpy(), [1, -1, 2, 0])
+
+
+@pytest.mark.parametrize("make, error", [
+    (lambda: jg.full((2,), 1e6, dtype=jg.float16), "c10::Half"),
+    (lambda: jg.ones(2, dtype=jg.int8).fill_(300), "int8_t"),
+    (lambda: jg.ones(2, dtype=jg.float16).masked_fill(jg.tensor([True, False]), 1e6),
+     "c10::Half"),
+    (lambda: jg.ones(2).fill_(1e39), "float "),
+    (lambda: jg.ones(2, dtype=jg.int32).fill_(2 ** 31), "int "),
+    (lambda: jg.ones(2, dtype=jg.uint8).fill_(-300), "uint8_t"),
+])
+def test_a_scalar_that_overflows_the_dtype_raises_torchs_error(make, error):
+    # torch 2.13's c10::checked_convert (new-user report: float16 fill_(1e6) filled inf)
+    with pytest.raises(RuntimeError, match=f"value cannot be converted to type {error}"):
+        make()
+
+
+def test_scalars_that_fit_convert_as_torch():
+    assert jg.ones(2, dtype=jg.uint8).fill_(-1).tolist() == [255, 255]  # wraps, as torch
+    assert jg.ones(2, dtype=jg.float16).fill_(float("inf")).tolist() == [np.inf, np.inf]
+    assert jg.ones(2, dtype=jg.float16).fill_(65504.0).tolist() == [65504.0, 65504.0]
+    assert jg.ones(2, dtype=jg.int64).fill_(2.7).tolist() == [2, 2]
+    assert jg.full((2,), True).dtype == jg.bool and jg.full((2,), 3).dtype == jg.int64

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes
-from jitgrad.eager.ops._binary import binary, result_dtype, unary
+from jitgrad.eager.ops._binary import binary, result_dtype, scalar_as, unary
 from jitgrad.eager.ops.pointwise import (
     C_TYPE_NAMES,
     SCALAR_TYPE_NAMES,
@@ -430,7 +430,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                 "from a tensor")
         fill = value._data.astype(np_dtype, copy=False)
     else:
-        fill = np.asarray(value).astype(np_dtype)  # 3.7 into an int tensor gives 3, as PyTorch
+        fill = np.asarray(scalar_as(value, np_dtype))  # 3.7 into an int tensor gives 3
     arrays = (input._data, mask._data, fill)
     return apply_broadcasting(MASKED_FILL, (input, mask, value), arrays, {})
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from jitgrad.eager import dtypes, layout
 from jitgrad.eager.node import tensor_type_name
+from jitgrad.eager.ops._binary import scalar_as
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Size, Tensor, device
 
@@ -294,8 +295,8 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     check_device(device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    default = dtypes.python_scalar_dtype(fill_value)
-    return finish(np.full(size_of((size,)), fill_value, _factory_dtype(dtype, default)),
+    np_dtype = _factory_dtype(dtype, dtypes.python_scalar_dtype(fill_value))
+    return finish(np.full(size_of((size,)), scalar_as(fill_value, np.dtype(np_dtype)), np_dtype),
                   requires_grad)
 
 

@@ -31,7 +31,13 @@ from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
-from jitgrad.eager.ops._binary import binary, binary_operands, broadcast_error, shapes_of
+from jitgrad.eager.ops._binary import (
+    binary,
+    binary_operands,
+    broadcast_error,
+    scalar_as,
+    shapes_of,
+)
 from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.registry import OPS, apply_op, register
@@ -336,8 +342,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
         operand: Any = value._data
-    else:
-        operand = value
+    else:  # PyTorch's checked conversion: fill_(1e6) of float16 raises, not fills inf
+        operand = scalar_as(value, self._data.dtype)
     writable_storage(self)
     if _records_nothing(self, value) and values_known(np.asarray(operand)):
         check_no_overlap(self._data)  # Note [Writing in place]
