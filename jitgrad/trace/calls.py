@@ -202,6 +202,8 @@ def is_same(tx: Any, a: Var, b: Var) -> bool:
         return a.fake is b.fake
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return False
+    if isinstance(a, UserObjectVar) or isinstance(b, UserObjectVar):
+        return a is b  # one Var per object made in the trace
     return to_python(tx, a) is to_python(tx, b)
 
 
@@ -795,6 +797,8 @@ def _constant_builtin(fn: Any) -> Any:
     def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
         if fn is builtins.type and len(args) == 1 and _number_type(args[0]) is not None:
             return ConstVar(_number_type(args[0]))
+        if fn is builtins.type and len(args) == 1 and isinstance(args[0], UserObjectVar):
+            return ObjectVar(args[0].cls, source=args[0].cls_source)
         if any(isinstance(a, TensorVar) for a in args):
             if fn in (builtins.float, builtins.int, builtins.bool):
                 raise Unsupported("TENSOR_TO_PYTHON", f"{fn.__name__}(tensor) needs the "

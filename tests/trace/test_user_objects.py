@@ -100,7 +100,9 @@ def namedtuple_fields(x):
 
 def isinstance_of_a_new_object(x):
     s = Shifted(1, 0.0)
-    return x * 2 if isinstance(s, Scaler) else x
+    t = s
+    same = (t is s) and (s is not Shifted(1, 0.0)) and type(s) is Shifted
+    return x * 2 if isinstance(s, Scaler) and same else x
 
 
 PROGRAMS = [dataclass_config, frozen_dataclass, methods_and_properties, subclass_with_super,
