@@ -625,8 +625,13 @@ _SQUARES_STATE = [("acc", "np.float64"), ("mean", "np.float64"), ("sq", "np.floa
 
 def _sum_kind(source: _Source) -> _Program:
     t = _typed(source)
+    # eager's mean (jitgrad/eager/ops/reduction.py): the sum rounded to float32 for
+    # float16/float32 (PyTorch's accumulation type) before the division, so an overflowing
+    # sum gives inf as eager's does
+    total = "np.float32(acc) / np.float32(scalars[1])" if source.dtype.kind == "f" and \
+        source.dtype.itemsize < 8 else "acc / scalars[1]"
     return _Program([("acc", "np.float64")], [
-        *_sum_steps(), _code(f"res = {t}(acc / scalars[1])",
+        *_sum_steps(), _code(f"res = {t}({total})",
                              *_writes(source, {source.reduction: "res"}))])
 
 

@@ -194,3 +194,19 @@ def test_variance_of_equal_values_is_exactly_zero_and_std_gives_them_no_gradient
     assert var.tolist() == [0.0, 0.0, 0.0] and std.tolist() == [0.0, 0.0, 0.0]
     std.sum().backward()
     assert x.grad.tolist() == [[0.0] * 3] * 3
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "numba"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_a_float32_mean_whose_sum_overflows_is_inf_in_every_layout(layout, backend):
+    # torch sums in float32, then divides; eager accumulated a strided input in float64
+    # (a finite mean) and a contiguous one in float32 (inf), and numba always in float64
+    def fn(x):
+        return x.mean(-1)
+
+    if backend is not None:
+        jg.reset()
+        fn = jg.compile(fn, backend=backend)
+    rows = jg.tensor([[3e38, 3e38, 1.0], [1.0, 2.0, 3.0]])
+    x = rows if layout == "contiguous" else rows.t().contiguous().t()
+    np.testing.assert_array_equal(fn(x).numpy(), np.array([np.inf, 2.0], np.float32))

@@ -143,6 +143,11 @@ def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 def _mean_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
     axis = _axis(x, dims)
     total = accumulate_sum(x, axis, keepdim and x.ndim > 0)
+    if x.dtype.kind == "f" and x.dtype.itemsize < 8:
+        # the sum in PyTorch's accumulation type (float32 for float16/float32), then the
+        # division: a float32 sum that overflows gives inf whatever the layout, as torch's
+        # (a strided input accumulated in float64 gave a finite mean, a contiguous one inf)
+        total = total.astype(np.float32, copy=False)
     return np.asarray((total / reduced_count(x.shape, axis)).astype(x.dtype, copy=False))
 
 
