@@ -78,6 +78,9 @@ def test_in_place_on_a_no_grad_view_of_a_grad_requiring_base_still_raises():
 @pytest.mark.parametrize("call, error", [
     (lambda: jg.ones(3).expand(2, 3).add_(1.0), "more than one element of the written-to"),
     (lambda: jg.ones(3).add_(jg.ones(2, 3)), "doesn't match the broadcast shape"),
+    # fuzz seed 664999: shapes that do not broadcast raised numpy's ValueError
+    (lambda: jg.ones(3, 3).add_(jg.ones(2, 3) > 0), "must match the size of tensor b"),
+    (lambda: jg.ones(3, 3).mul_(jg.ones(2, 3)), "must match the size of tensor b"),
     (lambda: jg.ones(3, dtype=jg.int64).add_(0.5), "can't be cast to the desired output type"),
 ])
 def test_in_place_errors_are_unchanged(call, error):

@@ -512,12 +512,19 @@ def _write_binary_directly(self: Tensor, name: str, args: tuple, kwargs: dict) -
     _, arrays = binary_operands(op, self, other, to_float=name == "div")
     operand = arrays[1]
     if arrays[0] is not data or getattr(operand, "dtype", data.dtype) != data.dtype \
-            or np.broadcast_shapes(data.shape, np.shape(operand)) != data.shape:
-        return False
+            or not _broadcasts_to(np.shape(operand), data.shape):
+        return False  # the generic path computes it, or raises PyTorch's error
     check_no_overlap(data)
     op.forward(data, operand, out=data)
     self._bump_version()
     return True
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    try:
+        return np.broadcast_shapes(target, shape) == target
+    except ValueError:
+        return False
 
 
 def _inplace_of(name: str) -> Callable[..., Tensor]:
