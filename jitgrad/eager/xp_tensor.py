@@ -24,7 +24,7 @@ from jitgrad.eager.ops import (
     sorting,
 )
 from jitgrad.eager.ops._binary import binary
-from jitgrad.eager.ops.registry import apply_op
+from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Tensor
 
 exp = pointwise.exp
@@ -97,8 +97,19 @@ def zeros(shape: tuple[int, ...], like: Any) -> Tensor:
     return Tensor._make(np.zeros(shape, dtype=like._data.dtype))
 
 
+# Note [Zero gradients read their gradient]: a formula's zero gradient (fill's, copy's
+# for the overwritten self) is an op of the gradient it replaces, not a constant: in a
+# traced backward graph the zeros then stay connected to the tangent that produced them,
+# so pruning the terms of outputs that got no gradient (codegen.autograd.without_tangents)
+# still computes what eager computes with those zeros (the layer_norm backward of a -inf
+# row gives NaN from a zero gradient, fuzz seed 664842; a constant looked absent).
+ZEROS_LIKE = register("zeros_like", lambda x: np.zeros(np.shape(x), dtype=x.dtype), None,
+                      source="constant: no derivative", scalar=lambda s, x: 0,
+                      scalar_kinds=ANY_KIND)
+
+
 def zeros_like(x: Tensor) -> Tensor:
-    return Tensor._make(np.zeros(x._data.shape, dtype=x._data.dtype))
+    return apply_op(ZEROS_LIKE, (x,), (x._data,))
 
 
 def ones_like(x: Tensor) -> Tensor:

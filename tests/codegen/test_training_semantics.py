@@ -150,3 +150,26 @@ REDUCTIONS = [epilogue_before_reduction, mean_times_weight, softmax_over_size_on
 def test_reduction_with_epilogue_and_grads_matches_eager(program, x_shape):
     case = Case(program.__name__, program, (x_shape, (x_shape[0], 1)))
     assert_matches_eager(case.program, case.make_inputs, "numba")
+
+
+def _zeroed_layer_norm(a):
+    normed = F.layer_norm(a, (a.shape[-1],))
+    zeroed = normed.clone()
+    zeroed.zero_()
+    return zeroed.sum(), normed
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_a_zero_gradient_from_zero_is_computed_through_the_ops_before_it(backend):
+    # fuzz seed 664842: zero_()'s backward gives zeros, which eager runs through
+    # layer_norm's backward (a -inf row gives NaN); the compiled backward pruned them as
+    # if no gradient had arrived (Note [Zero gradients read their gradient])
+    rows = np.array([[0.5, -0.2, -0.7, 0.3], [-np.inf, 0.7, -0.1, 0.5]], np.float32)
+    results = []
+    for fn in (_zeroed_layer_norm, jg.compile(_zeroed_layer_norm, backend=backend)):
+        a = jg.tensor(rows, requires_grad=True)
+        total, _ = fn(a)
+        total.backward()
+        results.append(a.grad.numpy())
+    np.testing.assert_array_equal(results[1], results[0])
+    assert np.isnan(results[0][1]).all() and (results[0][0] == 0).all()
