@@ -142,9 +142,19 @@ def _smoothing_term(log_probs: Tensor, target: Tensor, weight: Tensor | None, ig
 def _cross_entropy_probabilities(log_probs: Tensor, target: Tensor, weight: Tensor | None,
                                  reduction: str, label_smoothing: float, class_dim: int) -> Tensor:
     if target.shape != log_probs.shape:
-        raise RuntimeError(f"cross_entropy: float (probability) targets must have the input's "
-                           f"shape {list(log_probs.shape)}, got {list(target.shape)}; class "
-                           "index targets must be int64")
+        # PyTorch then takes the target for class indices and checks as nll_loss does:
+        # the batch sizes first (ValueError), then the dtype (fuzz seed 670546)
+        shape, target_shape = tuple(log_probs.shape), tuple(target.shape)
+        target_batch = target_shape[0] if target_shape else 0
+        if len(shape) >= 2 and shape[0] != target_batch:
+            raise ValueError(f"Expected input batch_size ({shape[0]}) to match target "
+                             f"batch_size ({target_batch}). (float targets are class "
+                             f"probabilities of the input's shape {list(shape)}, got "
+                             f"{list(target_shape)})")
+        name = nn_ops.TORCH_TYPE_NAMES.get(target._data.dtype.name, target._data.dtype.name)
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}; float "
+                           f"(probability) targets must have the input's shape {list(shape)}, "
+                           f"got {list(target_shape)}")
     n_classes = log_probs.shape[class_dim]
     if label_smoothing > 0:
         target = target * (1 - label_smoothing) + label_smoothing / n_classes

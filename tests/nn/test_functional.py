@@ -538,3 +538,16 @@ def test_kl_div_mean_warns_and_rejects_unknown_reductions():
     assert loss.item() == pytest.approx(0.4034264087677002, rel=1e-6)
     with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
         F.kl_div(jg.zeros(2), jg.zeros(2), reduction="avg")
+
+
+@pytest.mark.parametrize("shape, target, error, message", [
+    ((3, 4), jg.tensor([]), ValueError, r"Expected input batch_size \(3\) to match target "
+                                        r"batch_size \(0\)"),
+    ((4,), jg.tensor([]), RuntimeError, "expected target dtype to be Long or Byte, but got Float"),
+    ((0, 4), jg.tensor([], dtype=jg.float64), RuntimeError, "but got Double"),
+])
+def test_float_targets_of_another_shape_raise_as_torchs_class_index_checks(shape, target, error,
+                                                                          message):
+    # fuzz seed 670546: torch takes them for class indices and checks the batch size first
+    with pytest.raises(error, match=message):
+        F.cross_entropy(jg.zeros(shape, dtype=jg.float64), target, reduction="none")
