@@ -13,6 +13,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad.codegen.lowering import LOWERINGS
+from jitgrad.eager import xp_tensor
 from tests.codegen.test_backend import batched, compile_numba, in_chunks
 
 _I32, _I64 = np.iinfo(np.int32), np.iinfo(np.int64)
@@ -67,6 +68,8 @@ BINARY = {
 }
 SCALARS = [3, 2.5, True, -200]  # -200: outside int8 (eager: OverflowError or exact compare)
 EXACT_UNARY = {
+    # a backward formula's zero gradient (Note [Zero gradients read their gradient])
+    "zeros_like": lambda x: xp_tensor.zeros_like(x) + x,
     "neg": lambda x: -x,
     "abs": jg.abs,
     "floor": jg.floor,
