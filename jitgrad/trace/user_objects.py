@@ -212,21 +212,22 @@ def _owner(obj: Var) -> type:
     return value if isinstance(value, type) else type(value)
 
 
-def _class_attribute(mro: tuple[type, ...], name: str) -> Any:
+_MISSING = object()
+
+
+def _class_attribute(mro: tuple[type, ...], name: str, default: Any = None) -> Any:
+    """`name` as the first class of `mro` defining it holds it (no binding)."""
     for klass in mro:
         if name in klass.__dict__:
             return klass.__dict__[name]
-    return None
+    return default
 
 
 def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
           missing: str) -> Var:
     """A class attribute found in `mro`, bound to `obj` as Python binds it."""
-    for klass in mro:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            break
-    else:
+    attr = _class_attribute(mro, name, _MISSING)
+    if attr is _MISSING:
         raise Unsupported("USER_ERROR", missing)
     if isinstance(attr, staticmethod):
         return ObjectVar(attr.__func__)
