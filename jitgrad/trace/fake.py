@@ -461,7 +461,11 @@ def _mark_overwritten(base: FakeTensor, views: list[Tensor], writer: GraphNode |
     for t in (base, *views):
         node = t.storage.node
         if node.op != "placeholder":  # inputs are checked by their own counters at run time
-            node.meta.setdefault("overwritten", (storage, storage.bumps, writer))
+            mark = (storage, storage.bumps, writer)
+            node.meta.setdefault("overwritten", mark)
+            for user in node.users:  # the value as read with its history is the same value
+                if user.target is OPS["with_history"] and user.args[1] is node:
+                    user.meta.setdefault("overwritten", mark)
 
 
 def _rebind(storage: FakeStorage, value: Tensor, visible: bool) -> None:

@@ -210,3 +210,32 @@ def test_a_float32_mean_whose_sum_overflows_is_inf_in_every_layout(layout, backe
     rows = jg.tensor([[3e38, 3e38, 1.0], [1.0, 2.0, 3.0]])
     x = rows if layout == "contiguous" else rows.t().contiguous().t()
     np.testing.assert_array_equal(fn(x).numpy(), np.array([np.inf, 2.0], np.float32))
+
+
+# ops on an empty tensor computed from a 0-d b: every input stays an edge, so b's
+# gradient is 0, not None, as torch's (fuzz seed 672038: cat's legacy rule dropped the edge)
+THROUGH_EMPTY = {
+    "cat_skipping_a_1d_empty": lambda e, m: jg.cat([m, e]),
+    "cat_of_1d_empties": lambda e, m: jg.cat([e, e * 2]),
+    "hstack": lambda e, m: jg.hstack([e, e]),
+    "vstack": lambda e, m: jg.vstack([m, e.reshape(0, 3)]),
+    "stack": lambda e, m: jg.stack([e, e]),
+    "matmul": lambda e, m: e.reshape(0, 3) @ m.t(),
+    "where": lambda e, m: jg.where(e > 0, e, e * 2),
+    "index_select": lambda e, m: e.index_select(0, jg.tensor([], dtype=jg.int64)),
+    "softmax": lambda e, m: e.reshape(0, 3).softmax(-1),
+    "pad": lambda e, m: F.pad(e, (1, 1)),
+}
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "numba"])
+@pytest.mark.parametrize("name", THROUGH_EMPTY)
+def test_an_input_reached_only_through_empty_tensors_gets_a_zero_gradient(name, backend):
+    def program(b, m):
+        return THROUGH_EMPTY[name](b - jg.zeros(0), m).sum()
+
+    run = program if backend is None else jg.compile(program, backend=backend)
+    b = jg.tensor(2.0, requires_grad=True)
+    m = jg.ones(2, 3, requires_grad=True)
+    run(b, m).backward()
+    assert b.grad is not None and b.grad.item() == 0.0

@@ -278,6 +278,25 @@ def input_saved_for_a_skipped_output_written_in_the_region(x, y):
     return x * 2.0, peak
 
 
+def input_written_under_no_grad_saved_then_written_again(x, y):
+    with jg.no_grad():
+        y.mul_(0.5)  # y keeps its history: the saved value is y's new value read with it
+    out = x * y.prod(dim=-1, keepdim=True)
+    with jg.no_grad():
+        y.mul_(0.5)
+    return (out,)
+
+
+def view_of_an_input_written_under_no_grad_saved_then_written_again(x, y):
+    row = y[0]
+    with jg.no_grad():
+        row.add_(1.0)
+    out = x * row.exp()
+    with jg.no_grad():
+        y.mul_(0.5)
+    return (out,)
+
+
 def promoted_input_written_in_the_region(x, y):
     out = x / (y.abs() + 1.0)  # x is cast to y's dtype; eager saves x itself
     x.zero_()
@@ -293,6 +312,11 @@ SAVED_WRITES_IN_THE_REGION = [
          saved_result_of_an_in_place_op_written_again),
     Case("written_saved_value_below_an_output_without_gradient",
          written_saved_value_below_an_output_without_gradient),
+    # fuzz seed 671436
+    Case("input_written_under_no_grad_saved_then_written_again",
+         input_written_under_no_grad_saved_then_written_again),
+    Case("view_of_an_input_written_under_no_grad_saved_then_written_again",
+         view_of_an_input_written_under_no_grad_saved_then_written_again),
     Case("promoted_float32_input_written", promoted_input_written_in_the_region,
          requires_grad=(False, True), dtypes=("float32", "float64")),
     Case("promoted_int_input_written", promoted_input_written_in_the_region,

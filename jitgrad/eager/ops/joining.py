@@ -30,14 +30,25 @@ def along(dim: int, index: Any) -> tuple:
     return (slice(None),) * dim + (index, Ellipsis)
 
 
+def _skipped(shape: tuple[int, ...], result_ndim: int) -> bool:
+    """Whether cat's legacy rule skips an input of this shape: 1-D empty, joined to more dims."""
+    return shape == (0,) and result_ndim != 1
+
+
 def _cat_forward(*arrays: np.ndarray, dim: int) -> np.ndarray:
-    return np.concatenate(arrays, axis=dim)
+    ndim = max(a.ndim for a in arrays)
+    return np.concatenate([a for a in arrays if not _skipped(a.shape, ndim)], axis=dim)
 
 
 def _cat_backward(xp: Any, ctx: Any, g: Any) -> tuple:
+    """Each input's slice of g; a skipped 1-D empty input gets an empty gradient (it stays
+    in the graph, as torch's cat keeps every input as an edge)."""
     dim = ctx.params["dim"]
     grads, start = [], 0
     for need, (shape, _) in zip(ctx.needs_input_grad, ctx.input_metadata, strict=True):
+        if _skipped(shape, g.ndim):
+            grads.append(xp.reshape(xp.getitem(g, along(0, slice(0, 0))), (0,)) if need else None)
+            continue
         size = shape[dim]
         grads.append(xp.getitem(g, along(dim, slice(start, start + size))) if need else None)
         start += size
@@ -171,7 +182,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> 
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size {a} but "
                     f"got size {b} for tensor number {i} in the list.")
-    return apply_op(CAT, kept, cast_operands(kept, np_dtype), {"dim": d})
+    return apply_op(CAT, tensors, cast_operands(tensors, np_dtype), {"dim": d})
 
 
 concat = concatenate = cat
