@@ -112,12 +112,20 @@ REDUCTIONS = [
     ("argmax", "{a}.argmax({d}{k})", "np.argmax({a}, axis={nd}{nk})", True, True),
     ("cumsum", "{a}.cumsum({d})", "np.cumsum({a}, axis={nd})", False, True),
 ]
+# torch's reductions, scans and softmaxes return C-contiguous results whatever the input's
+# layout, where numpy's keep it: the reference follows torch, so a later view aliases as
+# in torch (fuzz seed 670650: a clone of a cumsum, written through view(-1))
+REDUCTIONS = [(name, t, f"c_order({n})", *flags) for name, t, n, *flags in REDUCTIONS]
 
 NUMPY_PRELUDE = '''
 import math
 import numpy as np
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def c_order(a):
+    return np.asarray(a, order="C")
 
 
 def f64(a):
