@@ -723,9 +723,17 @@ def _layer_norm_kind(source: _Source) -> _Program:
         if arg is not None:
             operand = source._inputs[(arg, "full", source.shape)]
             value.append(f"y = y {symbol} {{{operand.name}}}")
+    # eager's statistics (jitgrad/eager/ops/nn_ops.py): for float16/float32 the mean is the
+    # sum rounded to float32 over the count and the variance is rounded to the input's
+    # dtype before eps is added, so an overflowing sum or variance gives eager's NaN or 0
+    # (fuzz seed 693123), not a finite row from the float64 statistics
+    narrow = source.dtype.kind == "f" and source.dtype.itemsize < 8
+    mean = "np.float32(acc) / np.float32(count)" if narrow else "mean"
+    variance = f"{t}(sq / count)" if narrow else "sq / count"
     return _Program([*_SQUARES_STATE, ("mean_t", t), ("rstd_t", t)], [
         *_squares_steps(),
-        _code(f"mean_t = {t}(mean)", f"rstd_t = {t}(1.0 / math.sqrt(sq / count + scalars[1]))"),
+        _code(f"mean_t = {t}({mean})",
+              f"rstd_t = {t}(1.0 / math.sqrt({variance} + scalars[1]))"),
         _normalizing_pass(source, value)])
 
 

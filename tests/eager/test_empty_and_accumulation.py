@@ -212,6 +212,22 @@ def test_a_float32_mean_whose_sum_overflows_is_inf_in_every_layout(layout, backe
     np.testing.assert_array_equal(fn(x).numpy(), np.array([np.inf, 2.0], np.float32))
 
 
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_float32_layer_norm_statistics_overflow_and_round_as_eager(backend):
+    # fuzz seed 693123: the row kernel's float64 mean of [3e38, 3e38, ...] was finite, where
+    # eager's (and torch's) float32 sum overflows and the row is NaN
+    def fn(x):
+        return F.layer_norm(x, (5,))
+
+    jg.reset()
+    x = jg.tensor([[3e38, 3e38, 0.313219, 1.5568771, 1.6491464],  # the sum overflows
+                   [1e20, 1.0, 2.0, 3.0, 4.0],  # the variance overflows: rstd is 0
+                   [1.0000001, 1.0, 1.0, 1.0, 1.0]])  # a variance of float32 rounding
+    got, want = jg.compile(fn, backend=backend)(x).numpy(), fn(x).numpy()
+    assert np.isnan(want[0]).all() and (want[1] == 0).all()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)  # rstd multiplies: rounding only
+
+
 # ops on an empty tensor computed from a 0-d b: every input stays an edge, so b's
 # gradient is 0, not None, as torch's (fuzz seed 672038: cat's legacy rule dropped the edge)
 THROUGH_EMPTY = {
