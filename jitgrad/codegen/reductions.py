@@ -623,15 +623,23 @@ _SQUARES_STATE = [("acc", "np.float64"), ("mean", "np.float64"), ("sq", "np.floa
 # scalars[2] is set, amin/argmin are amax/argmax of v * scalars[1] (-1: exact, NaN stays).
 
 
+def _narrow_float(source: _Source) -> bool:
+    """Whether eager computes this reduction's float16/float32 statistics in float32."""
+    return source.dtype.kind == "f" and source.dtype.itemsize < 8
+
+
+def _eager_mean(source: _Source, count: str) -> str:
+    """eager's mean of the float64 sum `acc` (jitgrad/eager/ops/reduction.py): for
+    float16/float32 the sum is rounded to float32 (PyTorch's accumulation type) before the
+    division, so an overflowing sum gives inf as eager's does."""
+    return f"np.float32(acc) / np.float32({count})" if _narrow_float(source) else \
+        f"acc / {count}"
+
+
 def _sum_kind(source: _Source) -> _Program:
     t = _typed(source)
-    # eager's mean (jitgrad/eager/ops/reduction.py): the sum rounded to float32 for
-    # float16/float32 (PyTorch's accumulation type) before the division, so an overflowing
-    # sum gives inf as eager's does
-    total = "np.float32(acc) / np.float32(scalars[1])" if source.dtype.kind == "f" and \
-        source.dtype.itemsize < 8 else "acc / scalars[1]"
     return _Program([("acc", "np.float64")], [
-        *_sum_steps(), _code(f"res = {t}({total})",
+        *_sum_steps(), _code(f"res = {t}({_eager_mean(source, 'scalars[1]')})",
                              *_writes(source, {source.reduction: "res"}))])
 
 
@@ -723,16 +731,14 @@ def _layer_norm_kind(source: _Source) -> _Program:
         if arg is not None:
             operand = source._inputs[(arg, "full", source.shape)]
             value.append(f"y = y {symbol} {{{operand.name}}}")
-    # eager's statistics (jitgrad/eager/ops/nn_ops.py): for float16/float32 the mean is the
-    # sum rounded to float32 over the count and the variance is rounded to the input's
-    # dtype before eps is added, so an overflowing sum or variance gives eager's NaN or 0
-    # (fuzz seed 693123), not a finite row from the float64 statistics
-    narrow = source.dtype.kind == "f" and source.dtype.itemsize < 8
-    mean = "np.float32(acc) / np.float32(count)" if narrow else "mean"
-    variance = f"{t}(sq / count)" if narrow else "sq / count"
+    # eager's statistics (jitgrad/eager/ops/nn_ops.py): eager's mean, and for
+    # float16/float32 the variance rounded to the input's dtype before eps is added, so an
+    # overflowing sum or variance gives eager's NaN or 0 (fuzz seed 693123), not a finite
+    # row from the float64 statistics
+    variance = f"{t}(sq / count)" if _narrow_float(source) else "sq / count"
     return _Program([*_SQUARES_STATE, ("mean_t", t), ("rstd_t", t)], [
         *_squares_steps(),
-        _code(f"mean_t = {t}({mean})",
+        _code(f"mean_t = {t}({_eager_mean(source, 'count')})",
               f"rstd_t = {t}(1.0 / math.sqrt({variance} + scalars[1]))"),
         _normalizing_pass(source, value)])
 

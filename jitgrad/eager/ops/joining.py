@@ -167,10 +167,11 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> 
     for i, t in enumerate(tensors):
         if t._data.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    # legacy rule: 1-D empty tensors are skipped (unless all are)
-    kept_at = [i for i, t in enumerate(tensors) if t._data.shape != (0,)] or [0]
-    kept = tuple(tensors[i] for i in kept_at)
-    ref = kept[0]._data.shape
+    # legacy rule: 1-D empty tensors joined to more dims are skipped (in the checks and
+    # the forward; they stay inputs of the op, so autograd keeps their edges)
+    ndim = max(t._data.ndim for t in tensors)
+    kept_at = [i for i, t in enumerate(tensors) if not _skipped(t._data.shape, ndim)]
+    ref = tensors[kept_at[0]]._data.shape
     d = normalize_dim(dim, len(ref))
     for i in kept_at[1:]:
         shape = tensors[i]._data.shape
