@@ -79,6 +79,8 @@ from jitgrad.compile import (  # noqa: E402
     disable,
     explain,
     graph_break,
+    mark_dynamic,
+    mark_static,
     reset,
     show,
 )

@@ -18,6 +18,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.codegen.backend import numba_backend
 from jitgrad.codegen.check import CheckError, CheckWarning, check_backend, checked
+from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import entry, report
 from jitgrad.trace.backends import lookup_backend, register_backend
 from jitgrad.trace.disabled import allow_in_graph, disable, graph_break
@@ -41,22 +42,27 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noq
     JITGRAD_CHECK=1 checks the chosen backend.
     fullgraph: raise `CompileError` (a RuntimeError) at the first construct that cannot be
     captured, instead of running that part eagerly.
-    dynamic, mode, options: accepted for compatibility with torch.compile; shapes are
-    static (a new shape recompiles) and there is one mode, so a value other than the
-    default warns once. disable=True returns `fn` itself, as torch.compile does.
+    dynamic: as torch.compile's. None (the default): automatic dynamic, a dim whose size
+    changed between calls becomes a symbol on the recompile, so later sizes reuse the
+    entry; True: every dim of size 2 or more is a symbol from the first call; False:
+    sizes stay exact (a new size recompiles). `jitgrad.mark_dynamic(t, dim)` and
+    `mark_static` decide per tensor. See Note [Symbolic sizes] in jitgrad/trace/symbolic.py.
+    mode, options: accepted for compatibility with torch.compile; there is one mode, so a
+    value other than the default warns once. disable=True returns `fn` itself, as
+    torch.compile does.
     Set JITGRAD_DISABLE=1 to run every compiled function eagerly.
     """
     if disable:
         return fn if fn is not None else (lambda f: f)
-    for name, value in (("dynamic", dynamic), ("mode", mode), ("options", options)):
+    for name, value in (("mode", mode), ("options", options)):
         if value:
             warnings.warn(f"jitgrad.compile: {name}={value!r} is accepted for torch.compile "
-                          "compatibility and ignored (jitgrad specializes on shapes and has "
-                          "one mode)", UserWarning, stacklevel=2)
+                          "compatibility and ignored (jitgrad has one mode)", UserWarning,
+                          stacklevel=2)
     backend = _checked_if_asked(config.DEFAULT_BACKEND if backend is None else backend)
     if fn is None:
-        return lambda f: CompiledFunction(f, backend, fullgraph)
-    return CompiledFunction(fn, backend, fullgraph)
+        return lambda f: CompiledFunction(f, backend, fullgraph, dynamic)
+    return CompiledFunction(fn, backend, fullgraph, dynamic)
 
 
 def _checked_if_asked(backend: Any) -> Any:
@@ -66,6 +72,30 @@ def _checked_if_asked(backend: Any) -> Any:
     if backend == "numba":
         return "check"
     return checked(lookup_backend(backend))
+
+
+def mark_dynamic(t: Tensor, index: int | list[int] | tuple[int, ...]) -> None:
+    """Make dim `index` (or each of a list) of `t` a size symbol from the first compile that
+    reads `t`, as torch._dynamo.mark_dynamic (Note [Symbolic sizes])."""
+    _mark(t, index, "_jitgrad_dynamic_dims", "_jitgrad_static_dims")
+
+
+def mark_static(t: Tensor, index: int | list[int] | tuple[int, ...]) -> None:
+    """Keep dim `index` (or each of a list) of `t` exact: a new size recompiles."""
+    _mark(t, index, "_jitgrad_static_dims", "_jitgrad_dynamic_dims")
+
+
+def _mark(t: Tensor, index: Any, key: str, other: str) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(t).__name__}")
+    dims = [index] if isinstance(index, int) else list(index)
+    ndim = t._data.ndim
+    for dim in dims:
+        if type(dim) is not int or not -ndim <= dim < ndim:
+            raise IndexError(f"dim {dim!r} is out of range for a tensor of {ndim} dims")
+    dims = [dim % ndim for dim in dims]
+    t.__dict__[key] = frozenset(t.__dict__.get(key, ())) | frozenset(dims)
+    t.__dict__[other] = frozenset(t.__dict__.get(other, ())) - frozenset(dims)
 
 
 def reset() -> None:

@@ -20,6 +20,7 @@ from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled, user_objects
+from jitgrad.trace import symbolic
 from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
 from jitgrad.trace.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
 from jitgrad.trace.variables import (
@@ -71,6 +72,8 @@ def constant(tx: Any, var: Var) -> Any:
     """The Python value of a trace-time constant, guarding it when it came from outside."""
     if isinstance(var, ConstVar):
         tx.ctx.guard_constant(var)
+        if symbolic.contains_symint(var.value):  # a size needed as a plain int: exact now
+            return symbolic.substitute(var.value, _Specialized())
         return var.value
     if isinstance(var, TupleVar):
         return tuple(constant(tx, v) for v in var.items)
@@ -90,10 +93,23 @@ def constant(tx: Any, var: Var) -> Any:
     raise Unsupported("UNSUPPORTED_VALUE", f"a {type(var).__name__} used as a constant")
 
 
+class _Specialized:
+    """Symbol values for `symbolic.substitute` that are the hints, each specialized (its
+    `expr == hint` guarded) as it is read."""
+
+    def __getitem__(self, k: int) -> int:
+        env = symbolic.ShapeEnv.active()
+        assert env is not None, "SymInts exist only while tracing"
+        return symbolic.specialize(symbolic.SymInt(env.hints[k], ("sym", k)))
+
+
 def to_python(tx: Any, var: Var) -> Any:
-    """The value to hand to real code: fakes for tensors, real containers of those."""
+    """The value to hand to real code: fakes for tensors, real containers of those; sizes
+    stay SymInts (jitgrad's ops keep them in the graph, Note [Symbolic sizes])."""
     if isinstance(var, TensorVar):
         return var.fake
+    if isinstance(var, ConstVar) and var.source is None:
+        return var.value
     if isinstance(var, (ConstVar, ObjectVar)):
         return constant(tx, var)
     if isinstance(var, TupleVar):
@@ -163,10 +179,10 @@ def unpack_iterable(tx: Any, var: Var) -> list[Var]:
     if isinstance(var, DictVar):
         return [ConstVar(k) for k in var.items]
     if isinstance(var, TensorVar):
-        n = var.fake.shape[0] if var.fake.ndim else 0
+        n = symbolic.specialize(var.fake.shape[0]) if var.fake.ndim else 0
         return [getitem(tx, var, ConstVar(i)) for i in range(n)]
-    if isinstance(var, ConstVar):
-        return [ConstVar(v) for v in constant(tx, var)]
+    if isinstance(var, ConstVar):  # a shape's sizes stay SymInts
+        return [ConstVar(v) for v in (var.value if var.source is None else constant(tx, var))]
     if isinstance(var, ObjectVar) and isinstance(var.value, tuple):
         return [wrap_result(tx, v) for v in var.value]
     if isinstance(var, ObjectVar) and type(var.value) is range:  # e.g. passed to a resume fn
@@ -194,6 +210,8 @@ def truth(tx: Any, var: Var) -> bool:
         return bool(var.items)
     if isinstance(var, (ObjectVar, NestedFunctionVar)):
         return True if not isinstance(var, ObjectVar) else bool(var.value)
+    if isinstance(var, ConstVar) and isinstance(var.value, symbolic.SymInt):
+        return bool(var.value)  # the relation `size != 0`
     return bool(constant(tx, var))
 
 
@@ -237,6 +255,10 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
     if fn in (operator.mul, operator.imul) and any(isinstance(a, (ListVar, TupleVar))
                                                    for a in args):
         return _repeat_sequence(tx, *args)
+    if any(isinstance(a, ConstVar) and isinstance(a.value, symbolic.SymInt) for a in args) \
+            and all(isinstance(a, ConstVar) for a in args):
+        # arithmetic on sizes stays symbolic; a comparison records the relation it relied on
+        return wrap_result(tx, fn(*[to_python(tx, a) for a in args]))
     if fn in _COMPARISONS and all(isinstance(a, (ListVar, TupleVar, ConstVar))
                                          for a in args):
         # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
@@ -625,7 +647,9 @@ def call_container_method(tx: Any, method: BoundMethodVar, args: list[Var],
 def _builtin_len(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     (value,) = args
     if isinstance(value, TensorVar):
-        return ConstVar(len(value.fake))
+        if not value.fake.ndim:
+            raise Unsupported("USER_ERROR", "TypeError: len() of a 0-d tensor")
+        return ConstVar(value.fake.size(0))
     if isinstance(value, (TupleVar, ListVar, DictVar)):
         return ConstVar(len(value.items))
     return ConstVar(len(constant(tx, value)))
@@ -799,6 +823,9 @@ def _constant_builtin(fn: Any) -> Any:
             return ConstVar(_number_type(args[0]))
         if fn is builtins.type and len(args) == 1 and isinstance(args[0], UserObjectVar):
             return ObjectVar(args[0].cls, source=args[0].cls_source)
+        if fn is builtins.type and len(args) == 1 and isinstance(args[0], ConstVar) and \
+                isinstance(args[0].value, symbolic.SymInt):
+            return ConstVar(int)
         if any(isinstance(a, TensorVar) for a in args):
             if fn in (builtins.float, builtins.int, builtins.bool):
                 raise Unsupported("TENSOR_TO_PYTHON", f"{fn.__name__}(tensor) needs the "

@@ -48,10 +48,12 @@ from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.guards import changed_numbers, explain_failure
+from jitgrad.trace import symbolic
+from jitgrad.trace.dynamic import SymbolicGraph, size_expr
+from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
-from jitgrad.trace.sources import FrameValues, LocalSource, Source
-from jitgrad.trace.tracing import TraceResult, is_user_code, trace_function
+from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source
+from jitgrad.trace.tracing import SizePolicy, TraceResult, is_user_code, trace_function
 from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
@@ -84,6 +86,11 @@ class CacheEntry:
         self.guard_source = guard_source
         self.compiled = compiled  # what the backend returned (its `show()`, if any)
         self.hits = 0
+        # a symbolic entry (Note [Symbolic sizes]): its graph inputs read off a call, and
+        # the break offset its exact check traces to
+        self.sizes: Callable[..., tuple] | None = None
+        self.numbers: frozenset[int] = frozenset()  # positions of inputs that are numbers
+        self.stop_at: int | None = None
 
 
 class CodeCache:
@@ -98,6 +105,9 @@ class CodeCache:
         self.entries: list[CacheEntry] = []
         self.compiles = 0
         self.dynamic_numbers: frozenset[Source] = frozenset()  # Note [Unspecialized numbers]
+        # Note [Symbolic sizes]: dims made dynamic after a change, and dims kept exact
+        self.dynamic_sizes: frozenset[SizeSource] = frozenset()
+        self.static_sizes: frozenset[SizeSource] = frozenset()
         self.eager_reason: str | None = None  # set when the frame runs eagerly from now on
 
 
@@ -145,10 +155,12 @@ def forget(compiled: CompiledFunction) -> None:
 class CompiledFunction:
     """What `jitgrad.compile(fn)` returns: calls `fn` through guarded compiled entries."""
 
-    def __init__(self, fn: Callable[..., Any], backend: Any, fullgraph: bool) -> None:
+    def __init__(self, fn: Callable[..., Any], backend: Any, fullgraph: bool,
+                 dynamic: bool | None = None) -> None:
         self._original = fn
         self._backend = lookup_backend(backend)
         self._fullgraph = fullgraph
+        self._dynamic = dynamic  # Note [Symbolic sizes]: None automatic, True all, False none
         self._function, self._bound_self = _unwrap(fn)
         # a `@no_grad()`-decorated function: its body is compiled and called in that mode
         self._grad_mode: bool | None = None
@@ -225,7 +237,9 @@ class CompiledFunction:
             return self._function(*args, **kwargs)
         cache = cache_for(self._function, self._backend)
         for entry in cache.entries:
-            if entry.guard(*args, **kwargs):
+            if entry.guard(*args, **kwargs) and (
+                    not isinstance(entry.compiled, SymbolicGraph) or self._accepts(
+                        cache, entry, args, kwargs)):
                 entry.hits += 1
                 return _run_entry(entry, args, kwargs)
         if cache.eager_reason is not None:
@@ -293,6 +307,32 @@ class CompiledFunction:
         _warn_once(warning)
         return run()
 
+    def _accepts(self, cache: CodeCache, entry: CacheEntry, args: tuple,
+                 kwargs: dict[str, Any]) -> bool:
+        """Whether the symbolic entry serves this call's sizes (Note [Checking a symbolic
+        trace]); a refused first check makes its dims exact for the frame."""
+        graph = entry.compiled
+        inputs = list(entry.sizes(*args, **kwargs))
+        values = graph.values(inputs)
+        if values in graph.specializations:
+            return True
+        inputs = [number_tensor(v) if i in entry.numbers else v for i, v in enumerate(inputs)]
+
+        def trace_exact() -> Any:
+            try:
+                return _trace(self._function, args, kwargs, stop_at=entry.stop_at,
+                              dynamic_numbers=cache.dynamic_numbers,
+                              sizes=SizePolicy(exact=True)).graph
+            except Unsupported:
+                return None
+
+        was_provisional = graph.provisional
+        if graph.accepts(values, inputs, trace_exact):
+            return True
+        if was_provisional:
+            cache.static_sizes |= frozenset(graph.shape_env.sources)
+        return False
+
     def _note_recompile(self, cache: CodeCache, args: tuple, kwargs: dict[str, Any]) -> None:
         """Record why this call compiles again: the failing guard of every cache entry
         (newest first, as they are tried), and stop compiling at the recompile limit."""
@@ -314,6 +354,15 @@ class CompiledFunction:
             else:
                 names = ", ".join(source.name() for source in changed)
                 reason += f"; changed numbers become graph inputs: {names}"
+        if self._dynamic is not False:
+            sizes = [s for s in changed_sizes(cache.entries[0].guards, self._function, args,
+                                              kwargs) if s not in cache.static_sizes]
+            if sizes:
+                cache.dynamic_sizes = cache.dynamic_sizes | set(sizes)
+                names = ", ".join(source.name() for source in sizes)
+                reason += (f"; {names} {'becomes' if len(sizes) == 1 else 'become'} dynamic "
+                           "(automatic dynamic; `dynamic=True` or `jitgrad.mark_dynamic` "
+                           "makes sizes dynamic from the first call)")
         report.record_recompile(f"recompiling {reason}")
         if cache.compiles >= config.RECOMPILE_LIMIT or _TOTAL["compiles"] >= \
                 config.TOTAL_RECOMPILE_LIMIT:
@@ -328,14 +377,18 @@ class CompiledFunction:
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
         fn = self._function
-        dynamic = cache_for(fn, self._backend).dynamic_numbers
+        cache = cache_for(fn, self._backend)
+        dynamic = cache.dynamic_numbers
+        sizes = SizePolicy(cache.dynamic_sizes, cache.static_sizes, self._dynamic is True,
+                           self._dynamic is False)
         try:
-            result, plan = _trace(fn, args, kwargs, dynamic_numbers=dynamic), None
+            result, plan = _trace(fn, args, kwargs, dynamic_numbers=dynamic, sizes=sizes), None
         except Unsupported as err:
             if self._fullgraph:
                 raise
             plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
-            result = _trace(fn, args, kwargs, stop_at=plan.offset, dynamic_numbers=dynamic)
+            result = _trace(fn, args, kwargs, stop_at=plan.offset, dynamic_numbers=dynamic,
+                            sizes=sizes)
             break_reason = _break_reason(err)
         traced = time.perf_counter()
         tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
@@ -348,14 +401,21 @@ class CompiledFunction:
         tensors += [TensorVar(m.fake) for m in result.mutations]
         graph = _finish_graph(result.graph, tensors)
         frame = FrameValues.bind(fn, args, kwargs)
-        example_inputs = [number_tensor(source.get(frame)) if source in result.number_sources
-                          else source.get(frame) for source in result.input_sources]
+        example_inputs = _example_inputs(result, frame)
         graph_module = GraphModule(graph)
-        compiled = self._backend(graph_module, example_inputs)
+        if result.shape_env.sources:
+            compiled: Any = SymbolicGraph(graph, self._backend, result.shape_env,
+                                          result.input_sources, example_inputs)
+        else:
+            compiled = self._backend(graph_module, example_inputs)
         backend_done = time.perf_counter()
         guard = result.guards.build_guard_fn(fn)
         guard_source = str(result.guards)
-        run = self._build_runner(result, plan, graph, compiled)
+        try:
+            run = self._build_runner(result, plan, graph, compiled)
+        except SizeEscapes:  # a size reaches the caller in a form the runner cannot rebuild
+            cache.static_sizes |= frozenset(result.shape_env.sources)
+            return self._compile(args, kwargs)
         done = time.perf_counter()
         if plan is not None:
             report.record_break(break_reason)
@@ -365,17 +425,24 @@ class CompiledFunction:
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)
         report.record_time("guards", done - backend_done)
-        return CacheEntry(guard, run, result, graph_module, guard_source, compiled)
+        entry = CacheEntry(guard, run, result, graph_module, guard_source, compiled)
+        if isinstance(compiled, SymbolicGraph):
+            entry.sizes = result.guards.build_reader_fn(fn, result.input_sources)
+            entry.numbers = frozenset(i for i, source in enumerate(result.input_sources)
+                                      if source in result.number_sources)
+            entry.stop_at = plan.offset if plan is not None else None
+        return entry
 
     def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
                       compiled: Callable[..., Any]) -> Callable[..., Any]:
         fn = self._function
-        env = _RunnerEnv(fn)
+        env = _RunnerEnv(fn, result.shape_env)
         outputs = list(graph.output_node.args)
         number = env.const(number_tensor, "number_tensor")
         inputs = [f"{number}({source.reconstruct(env)})" if source in result.number_sources
                   else source.reconstruct(env) for source in result.input_sources]
         input_names = dict(zip(result.input_sources, _input_names(inputs), strict=True))
+        env.size_of = lambda source: f"{input_names[source.base]}._data.shape[{source.dim}]"
 
         def expr(var: Var) -> str:
             return _output_expr(var, outputs, env, input_names)
@@ -462,6 +529,17 @@ class CompiledFunction:
     def _qualname(self) -> str:
         code = self._function.__code__
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+class SizeEscapes(Exception):  # noqa: N818 - a decision of _compile, not an error
+    """A symbolic size would reach the runner as a constant (in a rebuilt view, a module
+    made in the trace, ...): the frame is traced again with those dims exact."""
+
+
+def _example_inputs(result: TraceResult, frame: FrameValues) -> list[Any]:
+    """The graph inputs of a call: tensors, and numbers as 0-d tensors."""
+    return [number_tensor(source.get(frame)) if source in result.number_sources
+            else source.get(frame) for source in result.input_sources]
 
 
 def _run_entry(entry: CacheEntry, args: tuple, kwargs: dict[str, Any]) -> Any:
@@ -585,8 +663,10 @@ def _view_base(var: TensorVar) -> TensorVar:
 class _RunnerEnv:
     """How the generated runner refers to the frame (a `SourceEnv` for Source.reconstruct)."""
 
-    def __init__(self, fn: types.FunctionType) -> None:
+    def __init__(self, fn: types.FunctionType, shape_env: Any = None) -> None:
         self.namespace: dict[str, Any] = {"__G": fn.__globals__, "__B": fn.__builtins__}
+        self.shape_env = shape_env
+        self.size_of: Callable[[SizeSource], str] | None = None  # a size, read off the inputs
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
             self.namespace[f"__cell_{name}"] = cell
 
@@ -595,6 +675,8 @@ class _RunnerEnv:
 
     def const(self, value: object, hint: str = "") -> str:
         """A name for `value` in the runner's namespace (readable when `hint` is given)."""
+        if symbolic.contains_symint(value):  # a SymInt here would be its trace-time size
+            raise SizeEscapes()
         name = f"__{hint}" if hint else f"__c{len(self.namespace)}"
         if name in self.namespace and self.namespace[name] is not value:
             name = f"{name}_{len(self.namespace)}"
@@ -651,6 +733,9 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
     if var.source is not None and isinstance(var, (ConstVar, ObjectVar, ListVar, DictVar,
                                                    TupleVar)):
         return var.source.reconstruct(env)  # the caller's own object (mutations reach it)
+    if isinstance(var, ConstVar) and symbolic.contains_symint(var.value) and \
+            env.size_of is not None and not isinstance(var.value, (dict, slice)):
+        return size_expr(var.value, env.size_of, env.shape_env, env.const)  # from this call's sizes
     if isinstance(var, BoundMethodVar):
         return f"{_output_expr(var.receiver, outputs, env, input_names)}.{var.name}"
     if isinstance(var, ObjectVar) and var.factory is not None:  # made in the trace: anew

@@ -68,7 +68,8 @@ from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.indexing import INDEX_PUT, put, scalar_type_name
 from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
 from jitgrad.eager.ops.shape import expanded_shape
-from jitgrad.eager.tensor import Tensor
+from jitgrad.eager.tensor import Size, Tensor, normalize_dim
+from jitgrad.trace import symbolic
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph import Node as GraphNode
 from jitgrad.trace.view_writes import regenerated, unwritable_view, views_of, written_base
@@ -317,6 +318,24 @@ class FakeTensor(Tensor):
         written = put(INDEX_PUT, self, basic if advanced is None else advanced, value, False)
         _write(self, written, "`x[i] = v`", check_dtype=False)
 
+    # sizes as the user's code reads them: SymInts for symbolic dims (Note [Symbolic sizes])
+    @property
+    def shape(self) -> Size:
+        return Size(sym_shape(self))
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(sym_shape(self))
+        return sym_shape(self)[normalize_dim(dim, self._data.ndim)]
+
+    def numel(self) -> Any:
+        n = 1
+        for size in sym_shape(self):
+            n = n * size
+        return n
+
+    nelement = numel
+
     def item(self) -> Any:
         raise DataDependentError("Tensor.item()")
 
@@ -532,6 +551,67 @@ class FakeNumber(FakeTensor):
     _weak_scalar = True
 
 
+def sym_shape(tensor: Tensor) -> tuple:
+    """`tensor`'s shape with SymInts at its symbolic dims (Note [Symbolic sizes])."""
+    sym = tensor.__dict__.get("sym_shape")
+    return sym if sym is not None else tuple(tensor._data.shape)
+
+
+def _infer_sym_shapes(outs: Any, inputs: tuple, params: dict[str, Any]) -> None:
+    """Give an op's results SymInts where a size equals one expression of the op's inputs.
+
+    The candidates for a result size are the sizes of the inputs (and products of runs of
+    them, as a flatten makes) and the SymInts among the params; a result size with exactly
+    one candidate expression of its value takes it, one that also equals a static size is
+    static. A wrong guess cannot give a wrong result: every specialization checks each
+    node's shape against these predictions (jitgrad.trace.specialize)."""
+    candidates: dict[int, set] = {}
+
+    def add(size: Any) -> None:
+        candidates.setdefault(int.__int__(size), set()).add(
+            size.expr if isinstance(size, symbolic.SymInt) else int.__int__(size))
+
+    symbolic_inputs = False
+    for x in inputs:
+        if not isinstance(x, Tensor):
+            if isinstance(x, symbolic.SymInt):
+                symbolic_inputs = True
+                add(x)
+            continue
+        sizes = sym_shape(x)
+        symbolic_inputs |= x.__dict__.get("sym_shape") is not None
+        for i in range(len(sizes)):
+            product = sizes[i]
+            add(product)
+            for j in range(i + 1, len(sizes)):
+                product = product * sizes[j]
+                add(product)
+    params_symbols = [v for v in _flat(params) if isinstance(v, symbolic.SymInt)]
+    if not symbolic_inputs and not params_symbols:
+        return
+    for size in params_symbols:
+        add(size)
+    for out in outs:
+        shape = out._data.shape
+        sym = []
+        for n in shape:
+            exprs = candidates.get(n, ())
+            expr = next(iter(exprs)) if len(exprs) == 1 else n
+            sym.append(n if type(expr) is int else symbolic.SymInt(n, expr))
+        if any(isinstance(n, symbolic.SymInt) for n in sym):
+            out.__dict__["sym_shape"] = tuple(sym)
+
+
+def _flat(value: Any) -> list:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flat(v)]
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flat(v)]
+    if isinstance(value, slice):
+        return [value.start, value.stop, value.step]
+    return [value]
+
+
 def number_tensor(value: int | float | bool) -> Tensor:
     """The 0-d tensor a FakeNumber placeholder receives for a Python number."""
     return Tensor._make(np.asarray(value, dtype=_NUMBER_DTYPES[type(value)]))
@@ -572,9 +652,11 @@ class OpRecorder:
             # arithmetic on stand-ins of Python numbers gives a Python number again
             numbers = all(isinstance(x, FakeNumber) for x in inputs if isinstance(x, Tensor))
             cls = FakeNumber if numbers else FakeTensor
-            return cls.of(node, out_meta.shape, out_meta.dtype,
-                          requires_grad and out_meta.dtype.kind == "f", out_meta.strides,
-                          out_meta.offset)
+            out = cls.of(node, out_meta.shape, out_meta.dtype,
+                         requires_grad and out_meta.dtype.kind == "f", out_meta.strides,
+                         out_meta.offset)
+            _infer_sym_shapes((out,), inputs, params)
+            return out
         outs = []
         for i, meta in enumerate(out_meta):
             item = self._node(operator.getitem, (node, i), {})
@@ -582,6 +664,7 @@ class OpRecorder:
                                       requires_grad and meta.dtype.kind == "f", meta.strides,
                                       meta.offset))
         node.meta["val"] = tuple(outs)
+        _infer_sym_shapes(outs, inputs, params)
         return tuple(outs)
 
     def _node(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> GraphNode:

@@ -45,6 +45,7 @@ import numpy as np
 
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import symbolic
 
 OPCODES = ("placeholder", "call_function", "get_attr", "output")
 
@@ -490,6 +491,8 @@ def _render_call(args: tuple, kwargs: dict[str, Any], leaf: Callable[[Any], str]
 def _listing_leaf(value: Any) -> str:
     if isinstance(value, Node):
         return repr(value)
+    if isinstance(value, symbolic.SymInt):
+        return symbolic.render(value.expr, lambda k: f"s{k}")
     text = repr(value)
     # objects without a value repr would print their address: not deterministic
     return f"<{type(value).__name__}>" if _ADDRESS.search(text) else text
@@ -608,6 +611,8 @@ class _CodeWriter:
     def _leaf(self, value: Any) -> str:
         if isinstance(value, Node):
             return value.name
+        if isinstance(value, symbolic.SymInt):  # a generic graph runs specialized, not as is
+            return symbolic.render(value.expr, lambda k: f"s{k}")
         kind = type(value)
         if value is None or kind in (bool, int, str, bytes):
             return repr(value)

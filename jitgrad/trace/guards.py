@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from jitgrad.eager import dtypes
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import symbolic
 from jitgrad.trace.sources import (
     AttrSource,
     FrameValues,
@@ -38,6 +39,7 @@ from jitgrad.trace.sources import (
     GradModeSource,
     ItemSource,
     LocalSource,
+    SizeSource,
     Source,
     chain,
     describe,
@@ -59,12 +61,14 @@ class GuardKind(enum.Enum):
     NOT_PRESENT = "NOT_PRESENT"          # the global/key/instance attribute does not exist
     TENSOR_MATCH = "TENSOR_MATCH"        # exact Tensor type, shape, dtype, requires_grad, ...
     DUPLICATE_INPUT = "DUPLICATE_INPUT"  # v is the value of another source (one object traced)
+    SIZE_RELATION = "SIZE_RELATION"      # sizes of tensors satisfy a relation (symbolic sizes)
 
 
 # Order of checks on one source: the type first, so later checks read safely.
 _RANK = {GuardKind.TYPE_MATCH: 0, GuardKind.LENGTH_MATCH: 1, GuardKind.DICT_KEYS_MATCH: 1,
          GuardKind.EQUALS_MATCH: 2, GuardKind.CODE_MATCH: 2, GuardKind.ID_MATCH: 2,
-         GuardKind.NOT_PRESENT: 2, GuardKind.TENSOR_MATCH: 3, GuardKind.DUPLICATE_INPUT: 4}
+         GuardKind.NOT_PRESENT: 2, GuardKind.TENSOR_MATCH: 3, GuardKind.DUPLICATE_INPUT: 4,
+         GuardKind.SIZE_RELATION: 5}
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes)
 
 
@@ -76,9 +80,13 @@ class GuardLocation(NamedTuple):
     text: str
 
 
+C_CONTIGUOUS = "C"  # TensorMatch.strides of a tensor with dynamic dims: C order, any sizes
+
+
 class TensorMatch(NamedTuple):
     """Expected tensor metadata. `strides` (in elements) and `storage_offset` are checked
-    when set."""
+    when set. A dynamic dim (Note [Symbolic sizes]) has None in `shape`; such a tensor's
+    strides are `C_CONTIGUOUS`, C order for whatever sizes it has."""
 
     type: type
     shape: tuple[int, ...]
@@ -88,12 +96,66 @@ class TensorMatch(NamedTuple):
     storage_offset: int | None = None
 
     @classmethod
-    def of(cls, tensor: Tensor, *, strides: bool = False,
-           storage_offset: bool = False) -> TensorMatch:
-        """The metadata of a real tensor."""
-        return cls(type(tensor), tuple(tensor._data.shape), tensor.dtype,
-                   bool(tensor._requires_grad), tensor.stride() if strides else None,
+    def of(cls, tensor: Tensor, *, strides: bool = False, storage_offset: bool = False,
+           dynamic: frozenset[int] = frozenset()) -> TensorMatch:
+        """The metadata of a real tensor; `dynamic` dims (of a C-contiguous tensor) unchecked."""
+        shape = tuple(None if d in dynamic else n for d, n in enumerate(tensor._data.shape))
+        layout = (C_CONTIGUOUS if dynamic else tensor.stride()) if strides else None
+        return cls(type(tensor), shape, tensor.dtype, bool(tensor._requires_grad), layout,
                    tensor.storage_offset() if storage_offset else None)
+
+
+class SizeRelation(NamedTuple):
+    """`lhs op rhs` between size expressions (jitgrad.trace.symbolic) whose symbols are
+    `SizeSource`s: `("size", source)` leaves."""
+
+    lhs: Any
+    op: str
+    rhs: Any
+
+    def render(self, size: Callable[[Source], str]) -> str:
+        return f"{_render_size(self.lhs, size)} {self.op} {_render_size(self.rhs, size)}"
+
+    def holds(self, size: Callable[[Source], int]) -> bool:
+        return symbolic.COMPARISONS[self.op](_size_value(self.lhs, size),
+                                             _size_value(self.rhs, size))
+
+    def sources(self) -> list[Source]:
+        return _size_sources(self.lhs) + _size_sources(self.rhs)
+
+
+def _render_size(expr: Any, size: Callable[[Source], str]) -> str:
+    if type(expr) is int:
+        return repr(expr)
+    if expr[0] == "size":
+        return size(expr[1])
+    return f"({_render_size(expr[1], size)} {expr[0]} {_render_size(expr[2], size)})"
+
+
+def _size_value(expr: Any, size: Callable[[Source], int]) -> int:
+    if type(expr) is int:
+        return expr
+    if expr[0] == "size":
+        return size(expr[1])
+    return symbolic.evaluate((expr[0], _size_value(expr[1], size), _size_value(expr[2], size)),
+                             ())
+
+
+def _size_sources(expr: Any) -> list[Source]:
+    if type(expr) is int:
+        return []
+    if expr[0] == "size":
+        return [expr[1]]
+    return _size_sources(expr[1]) + _size_sources(expr[2])
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The byte strides of a C-contiguous array of `shape` (as numpy gives a fresh one)."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 class LengthMatch(NamedTuple):
@@ -121,7 +183,7 @@ class KeysMatch(NamedTuple):
 _EXPECTED_TYPES = {GuardKind.TYPE_MATCH: type, GuardKind.LENGTH_MATCH: LengthMatch,
                    GuardKind.DICT_KEYS_MATCH: KeysMatch, GuardKind.CODE_MATCH: types.CodeType,
                    GuardKind.TENSOR_MATCH: TensorMatch, GuardKind.GRAD_MODE: bool,
-                   GuardKind.DUPLICATE_INPUT: Source}
+                   GuardKind.DUPLICATE_INPUT: Source, GuardKind.SIZE_RELATION: SizeRelation}
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,7 +263,7 @@ class GuardSet:
     """Guards of one cache entry, de-duplicated by `(kind, source)`, in a stable order."""
 
     def __init__(self) -> None:
-        self._guards: dict[tuple[GuardKind, Source], Guard] = {}
+        self._guards: dict[tuple, Guard] = {}
         self._slots: dict[Source, int] = {}  # source -> position; a base before its readers
         self._ordered: list[Guard] | None = None
 
@@ -212,7 +274,9 @@ class GuardSet:
         Two guards on one source that expect different values cannot both hold: that is a
         tracer bug, reported with AssertionError.
         """
-        key = (guard.kind, guard.source)
+        key: tuple = (guard.kind, guard.source)
+        if guard.kind is GuardKind.SIZE_RELATION:  # several relations read one size
+            key = (guard.kind, guard.source, guard.expected)
         old = self._guards.get(key)
         if old is not None:
             if guard.kind is GuardKind.TENSOR_MATCH and old.expected[:4] == guard.expected[:4]:
@@ -248,6 +312,8 @@ class GuardSet:
         slot = self._slots[guard.source]
         if guard.kind is GuardKind.DUPLICATE_INPUT:  # after the checks of both sources
             slot = max(slot, self._slots[guard.expected])
+        if guard.kind is GuardKind.SIZE_RELATION:  # after the checks of every tensor it reads
+            slot = max(self._slots.get(s.base, slot) for s in guard.expected.sources())
         return (1, slot, _RANK[guard.kind])
 
     def __str__(self) -> str:
@@ -283,6 +349,24 @@ class GuardSet:
         guard.__qualname__ = f"guard of {fn.__qualname__}"
         guard.__jg_guard_source__ = source  # type: ignore[attr-defined]
         return guard
+
+
+    def build_reader_fn(self, fn: Callable[..., Any], sources: list[Source]) -> Callable[..., tuple]:
+        """A function with `fn`'s signature returning the values of `sources` for a call
+        (after its guard passed): how a symbolic entry reads its graph inputs' sizes."""
+        code = fn.__code__
+        generator = _GuardCodegen(code)
+        items = "".join(f"{generator.expr(source)}, " for source in sources)
+        name = generator.fn_name.replace("guard_", "read_", 1)
+        source = f"def {name}({_signature(code)}):\n    return ({items})\n"
+        namespace: dict[str, Any] = {"__builtins__": builtins}
+        exec(compile(source, f"<jitgrad reader for {fn.__qualname__}>", "exec"), namespace)
+        env = {"__builtins__": builtins, **generator.consts,
+               generator.names["G"]: fn.__globals__, generator.names["B"]: fn.__builtins__,
+               generator.names["C"]: fn.__closure__}
+        reader = types.FunctionType(namespace[name].__code__, env, name, fn.__defaults__)
+        reader.__kwdefaults__ = fn.__kwdefaults__
+        return reader
 
 
 def guard_source(guard_fn: Callable[..., bool]) -> str:
@@ -364,6 +448,8 @@ def _text(guard: Guard) -> str:
         return _absent_text(guard.source)
     if kind is GuardKind.DUPLICATE_INPUT:
         return f"{name} is {expected.name()}"
+    if kind is GuardKind.SIZE_RELATION:
+        return expected.render(lambda source: source.name())
     return _tensor_text(name, expected)
 
 
@@ -377,10 +463,17 @@ def _absent_text(source: Source) -> str:
 
 
 def _tensor_text(name: str, expected: TensorMatch) -> str:
-    checks = [f"type({name}) is {_readable(expected.type)}",
-              f"{name}.shape == {expected.shape!r}", f"{name}.dtype == {expected.dtype!r}",
+    if None in expected.shape:  # dynamic dims: the rank and the static sizes
+        shape = [f"{name}.dim() == {len(expected.shape)}"] + [
+            f"{name}.shape[{d}] == {n}" for d, n in enumerate(expected.shape) if n is not None]
+    else:
+        shape = [f"{name}.shape == {expected.shape!r}"]
+    checks = [f"type({name}) is {_readable(expected.type)}", *shape,
+              f"{name}.dtype == {expected.dtype!r}",
               f"{name}.requires_grad" if expected.requires_grad else f"not {name}.requires_grad"]
-    if expected.strides is not None:
+    if expected.strides == C_CONTIGUOUS:
+        checks.append(f"{name}.is_contiguous()")
+    elif expected.strides is not None:
         checks.append(f"{name}.stride() == {expected.strides!r}")
     if expected.storage_offset is not None:
         checks.append(f"{name}.storage_offset() == {expected.storage_offset}")
@@ -454,6 +547,33 @@ def changed_numbers(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
     return changed
 
 
+def changed_sizes(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
+                  kwargs: dict[str, Any]) -> list[SizeSource]:
+    """The dims of guarded tensors whose size differs from the traced one in this call (a
+    tensor of the same type, rank and dtype): every one, so one recompile makes them all
+    dynamic (automatic dynamic, Note [Symbolic sizes])."""
+    try:
+        frame = FrameValues.bind(fn, args, kwargs)
+    except TypeError:
+        return []
+    changed = []
+    for guard in guard_set:
+        if guard.kind is not GuardKind.TENSOR_MATCH:
+            continue
+        try:
+            value = guard.source.get(frame)
+        except Exception:  # noqa: BLE001 - a base that changed type: not a changed size
+            continue
+        expected = guard.expected
+        if type(value) is not expected.type or value._data.dtype != expected.dtype.np or \
+                value._data.ndim != len(expected.shape):
+            continue
+        changed += [SizeSource(guard.source, d) for d, (want, got) in
+                    enumerate(zip(expected.shape, value._data.shape, strict=True))
+                    if want is not None and want != got]
+    return changed
+
+
 def _mismatch(guard: Guard, frame: FrameValues) -> str | None:
     """Why `guard` fails in `frame`, as `what: expected X, got Y`; None when it holds."""
     if guard.kind is GuardKind.NOT_PRESENT:
@@ -483,6 +603,10 @@ def _mismatch(guard: Guard, frame: FrameValues) -> str | None:
         return f"list({name}): expected {_key_list(expected.keys)}, got {_key_list(value)}"
     if kind is GuardKind.TENSOR_MATCH:
         return _mismatch_tensor(name, expected, value)
+    if kind is GuardKind.SIZE_RELATION and not expected.holds(lambda s: s.get(frame)):
+        got = ", ".join(f"{s.name()} is {s.get(frame)}" for s in dict.fromkeys(
+            expected.sources()))
+        return f"{expected.render(lambda s: s.name())} does not hold ({got})"
     if kind is GuardKind.DUPLICATE_INPUT and value is not expected.get(frame):
         return (f"{name}: expected the same object as {expected.name()} (they were one object "
                 "while tracing), got a different one")
@@ -524,13 +648,16 @@ def _mismatch_tensor(name: str, expected: TensorMatch, value: Tensor) -> str | N
     if len(shape) != len(expected.shape):
         return f"{name}.shape: expected {expected.shape!r}, got {shape!r}"
     for dim, (want, got) in enumerate(zip(expected.shape, shape, strict=True)):
-        if want != got:
+        if want is not None and want != got:
             return f"{name}.shape[{dim}]: expected {want}, got {got}"
     if value._data.dtype != expected.dtype.np:
         return f"{name}.dtype: expected {expected.dtype!r}, got {value.dtype!r}"
     if bool(value._requires_grad) != expected.requires_grad:
         return f"{name}.requires_grad: expected {expected.requires_grad}, got {value.requires_grad}"
-    if expected.strides is not None and value.stride() != expected.strides:
+    if expected.strides == C_CONTIGUOUS:
+        if value._data.strides != c_strides(shape, value._data.itemsize):
+            return f"{name}.stride(): expected C order, got {value.stride()!r}"
+    elif expected.strides is not None and value.stride() != expected.strides:
         return f"{name}.stride(): expected {expected.strides!r}, got {value.stride()!r}"
     if expected.storage_offset is not None and value.storage_offset() != expected.storage_offset:
         return (f"{name}.storage_offset(): expected {expected.storage_offset}, got "
@@ -724,6 +851,8 @@ class _GuardCodegen:
             return [self._absent(source)]
         if kind is GuardKind.DUPLICATE_INPUT:
             return [(source, f"{_V} is {_W}")]
+        if kind is GuardKind.SIZE_RELATION:
+            return [(None, expected.render(self.expr))]
         return [(source, f"{self.builtin('type')}({_V}) is {self.const(expected.type)}"),
                 (source, self._tensor(expected))]
 
@@ -756,10 +885,19 @@ class _GuardCodegen:
 
     def _tensor(self, expected: TensorMatch) -> str:
         data = self._temp("d")
-        checks = [f"({data} := {_V}._data).shape == {expected.shape!r}",
+        if None in expected.shape:
+            shape = [f"{self.builtin('len')}(({data} := {_V}._data).shape) == "
+                     f"{len(expected.shape)}"] + [f"{data}.shape[{d}] == {n}" for d, n in
+                                                  enumerate(expected.shape) if n is not None]
+        else:
+            shape = [f"({data} := {_V}._data).shape == {expected.shape!r}"]
+        checks = [*shape,
                   f"{data}.dtype == {self.const(expected.dtype.np, 'np_' + expected.dtype.name)}",
                   f"{_V}._requires_grad" if expected.requires_grad else f"not {_V}._requires_grad"]
-        if expected.strides is not None:
+        if expected.strides == C_CONTIGUOUS:
+            checks.append(f"{data}.strides == {self.const(c_strides)}({data}.shape, "
+                          f"{expected.dtype.np.itemsize})")
+        elif expected.strides is not None:
             itemsize = expected.dtype.np.itemsize
             checks.append(f"{data}.strides == {tuple(s * itemsize for s in expected.strides)!r}")
         if expected.storage_offset is not None:

@@ -301,6 +301,24 @@ class CellContentsSource(Source):
         return self.base.get(frame).__closure__[self.index].cell_contents
 
 
+@dataclass(frozen=True, slots=True)
+class SizeSource(Source):
+    """`base.shape[dim]`: one size of a tensor, a symbol of a trace where that dim is
+    dynamic (Note [Symbolic sizes] in jitgrad/trace/symbolic.py)."""
+
+    base: Source
+    dim: int
+
+    def name(self) -> str:
+        return f"{self.base.name()}.shape[{self.dim}]"
+
+    def reconstruct(self, env: SourceEnv) -> str:
+        return f"{env.expr(self.base)}._data.shape[{self.dim}]"
+
+    def get(self, frame: FrameValues) -> Any:
+        return self.base.get(frame)._data.shape[self.dim]
+
+
 def describe(source: Source) -> str:
     """`source.name()`, plus the free variable's name for a cell read by a callee."""
     if isinstance(source, CellContentsSource) and source.var:

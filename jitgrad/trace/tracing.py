@@ -39,7 +39,15 @@ from jitgrad.trace.fake import (
     run_eagerly,
 )
 from jitgrad.trace.graph import Graph
-from jitgrad.trace.guards import Guard, GuardSet, KeysMatch, LengthMatch, TensorMatch
+from jitgrad.trace.guards import (
+    Guard,
+    GuardSet,
+    KeysMatch,
+    LengthMatch,
+    SizeRelation,
+    TensorMatch,
+    c_strides,
+)
 from jitgrad.trace.side_effects import SideEffects
 from jitgrad.trace.sources import (
     AttrSource,
@@ -50,9 +58,11 @@ from jitgrad.trace.sources import (
     GradModeSource,
     ItemSource,
     LocalSource,
+    SizeSource,
     Source,
     TypeSource,
 )
+from jitgrad.trace.symbolic import ShapeEnv
 from jitgrad.trace.translator import MAX_INLINE_DEPTH, Translator
 from jitgrad.trace.user_lines import JITGRAD_DIR, LIBRARY_DIRS
 from jitgrad.trace.variables import (
@@ -83,6 +93,41 @@ _TRACED_LIBRARY_PACKAGES = ("jitgrad.nn.modules.",)
 
 
 @dataclasses.dataclass(frozen=True)
+class SizePolicy:
+    """Which input dims a trace makes symbols (Note [Symbolic sizes] in symbolic.py).
+
+    dynamic: dims whose size changed between calls (automatic dynamic); static: dims a
+    symbolic trace could not keep generic, traced exactly from then on; everything:
+    `compile(dynamic=True)`; never: `compile(dynamic=False)` (no automatic dynamic);
+    exact: no symbols, marks included (Note [Checking a symbolic trace]).
+    `jitgrad.mark_dynamic(t, d)` / `mark_static(t, d)` mark one tensor's dims.
+    Only a C-contiguous tensor gets symbols (its strides follow from its sizes), and only
+    at dims of size 2 or more (eager treats sizes 0 and 1 apart).
+    """
+
+    dynamic: frozenset[SizeSource] = frozenset()
+    static: frozenset[SizeSource] = frozenset()
+    everything: bool = False
+    never: bool = False
+    exact: bool = False  # no symbols at all (the check of a symbolic trace)
+
+    def dims(self, source: Source, tensor: Tensor) -> frozenset[int]:
+        if self.exact:
+            return frozenset()
+        marked = tensor.__dict__.get("_jitgrad_dynamic_dims", ())
+        unmarked = tensor.__dict__.get("_jitgrad_static_dims", ())
+        shape = tensor._data.shape
+        dims = frozenset(
+            d for d, n in enumerate(shape)
+            if n >= 2 and d not in unmarked and SizeSource(source, d) not in self.static
+            and (d in marked or not self.never and (
+                self.everything or SizeSource(source, d) in self.dynamic)))
+        if dims and tensor._data.strides != c_strides(shape, tensor._data.itemsize):
+            return frozenset()
+        return dims
+
+
+@dataclasses.dataclass(frozen=True)
 class Mutation:
     """A graph input written in place by the trace: its final value is `fake`'s node, copied
     back into the real tensor after the graph, whose version advances by `writes`."""
@@ -105,13 +150,18 @@ class TraceResult:
     number_sources: frozenset[Source] = frozenset()  # inputs that are Python numbers
     side_effects: SideEffects | None = None
     mutations: list[Mutation] = dataclasses.field(default_factory=list)
+    shape_env: ShapeEnv = dataclasses.field(default_factory=ShapeEnv)
 
 
 class TraceContext:
     """Graph, guards and lifted inputs of one trace (see Note [Lifted inputs])."""
 
-    def __init__(self, fn: types.FunctionType, dynamic_numbers: frozenset[Source]) -> None:
+    def __init__(self, fn: types.FunctionType, dynamic_numbers: frozenset[Source],
+                 sizes: SizePolicy = SizePolicy()) -> None:
         self.fn = fn
+        self.sizes = sizes
+        self.shape_env = ShapeEnv(lambda: self.recorder.location)
+        self._dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_numbers = dynamic_numbers  # see Note [Unspecialized numbers]
         self.number_sources: set[Source] = set()
         self.graph = Graph()
@@ -149,7 +199,28 @@ class TraceContext:
         for source, fake in self._input_fakes.items():
             tensor = fake.storage.input[1]
             self.guards.add(Guard("TENSOR_MATCH", source, TensorMatch.of(
-                tensor, strides=True, storage_offset=True), self.recorder.location))
+                tensor, strides=True, storage_offset=True,
+                dynamic=self._dynamic_dims.get(source, frozenset())), self.recorder.location))
+
+    def guard_sizes(self) -> None:
+        """The relations between symbolic sizes the trace relied on, and the equalities of
+        duck-sized dims, as SIZE_RELATION guards (Note [Symbolic sizes])."""
+        env = self.shape_env
+
+        def sized(expr: Any) -> Any:
+            if type(expr) is int:
+                return expr
+            if expr[0] == "sym":
+                return ("size", env.sources[expr[1]])
+            return (expr[0], sized(expr[1]), sized(expr[2]))
+
+        for source, k in env.aliases:
+            self.guards.add(Guard("SIZE_RELATION", source, SizeRelation(
+                ("size", source), "==", ("size", env.sources[k]))))
+        for (lhs, op, rhs), location in env.relations.items():
+            relation = SizeRelation(sized(lhs), op, sized(rhs))
+            self.guards.add(Guard("SIZE_RELATION", relation.sources()[-1], relation,
+                                  location))
 
     def guard_identity(self, var: ObjectVar) -> None:
         self._guard("ID_MATCH", var.source, var.value)
@@ -216,9 +287,16 @@ class TraceContext:
             fake.storage.outside = True  # see Note [Functionalized in-place ops]
             return fake
         # strides guarded: the trace follows eager's layout decisions (view vs copy, stride())
-        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor, strides=True))
+        dynamic = self.sizes.dims(source, tensor)
+        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor, strides=True,
+                                                           dynamic=dynamic))
         node = self.graph.placeholder(_placeholder_name(source))
         fake = FakeTensor.like(node, tensor, tensor._requires_grad)
+        if dynamic:
+            self._dynamic_dims[source] = dynamic
+            fake.__dict__["sym_shape"] = tuple(
+                self.shape_env.symbol(SizeSource(source, d), n) if d in dynamic else n
+                for d, n in enumerate(tensor._data.shape))
         fake.storage.input = (source, tensor)
         self._lifted[id(tensor)] = fake
         self._input_fakes[source] = fake
@@ -611,14 +689,16 @@ def _mode_outside_blocks(tx: Translator) -> bool:
 
 def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
                    stop_at: int | None = None,
-                   dynamic_numbers: frozenset[Source] = frozenset()) -> TraceResult:
+                   dynamic_numbers: frozenset[Source] = frozenset(),
+                   sizes: SizePolicy = SizePolicy()) -> TraceResult:
     """Trace one call of `fn` (see the module docstring). Raises Unsupported.
 
     stop_at: the offset of a root-frame instruction to stop before (a graph break found
     by an earlier trace); the result then carries the stopped Translator.
     dynamic_numbers: sources of numbers to take as graph inputs (Note [Unspecialized numbers]).
+    sizes: which input dims are symbols (Note [Symbolic sizes]).
     """
-    ctx = TraceContext(fn, dynamic_numbers)
+    ctx = TraceContext(fn, dynamic_numbers, sizes)
     ctx._guard("GRAD_MODE", GradModeSource(), STATE.enabled)
     code = fn.__code__
     params = bind_arguments(code, tuple(ConstVar(v) for v in fn.__defaults__ or ()),
@@ -634,7 +714,7 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
     tx.stop_at = stop_at
     entry_mode = STATE.enabled
     try:
-        with recording(ctx.recorder):
+        with recording(ctx.recorder), ctx.shape_env:
             output = tx.run()
             outside = _mode_outside_blocks(tx)
             if outside != entry_mode:  # a bare set_grad_enabled(b): it outlives the call
@@ -644,6 +724,7 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
     finally:
         if STATE.enabled != entry_mode:
             set_grad_mode(entry_mode)
+    ctx.guard_sizes()
     return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
                        tx if tx.stopped else None, frozenset(ctx.number_sources),
-                       ctx.side_effects, ctx.mutated_inputs())
+                       ctx.side_effects, ctx.mutated_inputs(), ctx.shape_env)

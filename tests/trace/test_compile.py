@@ -59,9 +59,9 @@ class CompileCounter:
         return gm
 
 
-def test_shape_and_dtype_changes_recompile():
+def test_shape_and_dtype_changes_recompile_when_sizes_are_static():
     counter = CompileCounter()
-    compiled = jg.compile(lambda x: jg.sin(x) + 1, backend=counter)
+    compiled = jg.compile(lambda x: jg.sin(x) + 1, backend=counter, dynamic=False)
     for shape in [(4,), (5,), (6,), (4,), (5,)]:
         x = x8(shape=shape)
         assert_same(compiled(x), jg.sin(x) + 1)
@@ -293,7 +293,9 @@ def test_a_recompile_reason_names_the_failing_guard_of_every_entry():
         report_module.recorders().remove(output)
     (reason,) = output.recompile_reasons
     assert reason.endswith(": entry 2 of 2: x.shape[0]: expected 4, got 5; "
-                           "entry 1 of 2: x.shape[0]: expected 4, got 5"), reason
+                           "entry 1 of 2: x.shape[0]: expected 4, got 5; x.shape[0] becomes "
+                           "dynamic (automatic dynamic; `dynamic=True` or `jitgrad.mark_dynamic`"
+                           " makes sizes dynamic from the first call)"), reason
 
 
 def test_at_the_recompile_limit_the_compiled_entries_keep_running():

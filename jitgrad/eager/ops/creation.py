@@ -59,7 +59,8 @@ def int_sizes(values: Sequence[Any], argument: str = "size") -> tuple[int, ...]:
     """
     try:
         if bool not in map(type, values):
-            return tuple(map(operator.index, values))
+            # an int subclass stays itself: the compiler's symbolic sizes ride through
+            return tuple(v if isinstance(v, int) else operator.index(v) for v in values)
     except TypeError:
         pass
     pos, bad = next((i, v) for i, v in enumerate(values)

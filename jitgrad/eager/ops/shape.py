@@ -142,7 +142,7 @@ WITH_HISTORY = register("with_history", lambda history, value: value, _with_hist
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """Same data with a new shape (one dim may be -1): a view when strides allow, else a copy."""
     data = input._data
-    target = infer_shape(_shape_arg(shape), data.size, data.shape)
+    target = infer_shape(_shape_arg(shape), input.numel(), data.shape)
     params = {"shape": target}
     if not data.flags.c_contiguous and not _viewable(data, target):
         return apply_op(RESHAPE, (input,), (np.ascontiguousarray(data),), params)
@@ -163,7 +163,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)):
         return view_as_dtype(input, shape[0])
     data = input._data
-    target = infer_shape(_shape_arg(shape), data.size, data.shape)
+    target = infer_shape(_shape_arg(shape), input.numel(), data.shape)
     if not data.flags.c_contiguous and not _viewable(data, target):
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "

@@ -1,0 +1,166 @@
+"""Entries whose graph is generic in size symbols (Note [Symbolic sizes] in symbolic.py).
+
+A `SymbolicGraph` is what such an entry's runner calls in place of the backend's
+callable: it reads the symbols' values off the graph inputs and runs the backend's
+compilation of the graph at those sizes, made on first use (`specialize`) and cached.
+
+Note [Checking a symbolic trace]
+A symbolic trace runs eager's ops on concrete sizes, so an op that turned a size into a
+plain number inside its own code (a constant computed from a shape) would bake it into
+the graph without any guard. Two checks keep that from giving a wrong result:
+- every specialization re-runs the graph's ops at the new sizes and refuses when a node's
+  shape differs from the trace's prediction (jitgrad/trace/specialize.py);
+- a new entry is *provisional* until it has met a second set of sizes: that call also
+  traces the function exactly at its sizes, and the entry is kept only if the exact
+  graph equals the generic one evaluated there, node for node (ops, arguments,
+  constants). A mismatch means a size was baked in: the entry keeps serving its own
+  sizes only, and the dims become static for the frame (`SizePolicy.static`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jitgrad.eager.tensor import Size, Tensor
+from jitgrad.trace import report, symbolic
+from jitgrad.trace.graph import Graph, Node
+from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.sources import SizeSource, Source
+from jitgrad.trace.specialize import Refused, specialize
+
+
+class SymbolicGraph:
+    """The compiled callable of an entry with size symbols: `(*graph_inputs) -> tuple`.
+
+    positions[k]: (input index, dim) where symbol k is read. specializations: the
+    backend's callable per tuple of symbol values; refused: values it cannot serve.
+    """
+
+    def __init__(self, graph: Graph, backend: Callable[..., Any], shape_env: symbolic.ShapeEnv,
+                 input_sources: list[Source], example_inputs: list[Any]) -> None:
+        self.graph = graph
+        self.backend = backend
+        self.shape_env = shape_env
+        self.positions = [(input_sources.index(s.base), s.dim) for s in shape_env.sources]
+        self.specializations: dict[tuple[int, ...], Any] = {}
+        self.refused: set[tuple[int, ...]] = set()
+        self.provisional = True
+        self.hints = tuple(shape_env.hints)
+        self.compile(self.hints, example_inputs)
+
+    def values(self, inputs: Any) -> tuple[int, ...]:
+        return tuple(inputs[i]._data.shape[d] for i, d in self.positions)
+
+    def compile(self, values: tuple[int, ...], inputs: list[Any]) -> Any:
+        """The backend's callable at `values` (raises Refused)."""
+        compiled = self.specializations.get(values)
+        if compiled is None:
+            compiled = self.backend(GraphModule(specialize(self.graph, values, inputs)), inputs)
+            self.specializations[values] = compiled
+        return compiled
+
+    def __call__(self, *inputs: Any) -> tuple:
+        return self.compile(self.values(inputs), list(inputs))(*inputs)
+
+    @property
+    def fusion_groups(self) -> Any:
+        return getattr(self.specializations[self.hints], "fusion_groups", ())
+
+    def show(self) -> str:
+        sizes = ", ".join(f"s{k} = {source.name()}" for k, source in
+                          enumerate(self.shape_env.sources))
+        seen = "; ".join(str(list(v)) for v in self.specializations)
+        head = (f"# symbolic sizes: {sizes}\n# specialized for {seen}"
+                f"{' (provisional)' if self.provisional else ''}\n"
+                f"# code for the traced sizes {list(self.hints)}:\n")
+        inner = getattr(self.specializations[self.hints], "show", None)
+        return head + (inner() if inner is not None else "")
+
+    def accepts(self, values: tuple[int, ...], inputs: list[Any],
+                trace_exact: Callable[[], Graph | None]) -> bool:
+        """Whether this entry serves a call at `values`: checked once per new set of sizes
+        (Note [Checking a symbolic trace]); False sends the call to a new trace."""
+        if values in self.specializations:
+            return True
+        if values in self.refused:
+            return False
+        try:
+            if self.provisional:
+                exact = trace_exact()
+                mismatch = "the exact trace failed" if exact is None else \
+                    same_graph(exact, self.graph, values)
+                if mismatch is not None:
+                    raise Refused(mismatch)
+                self.provisional = False
+            self.compile(values, inputs)
+        except Refused as refused:
+            self.refused.add(values)
+            report.record_recompile(f"sizes {list(values)} refused by the symbolic entry: "
+                                    f"{refused}")
+            return False
+        return True
+
+
+def same_graph(exact: Graph, generic: Graph, values: tuple[int, ...]) -> str | None:
+    """None when `generic` at symbol values `values` is `exact`, node for node (outputs
+    aside: both traces return the same Python structure); else the first difference."""
+    exact_nodes = [n for n in exact.nodes if n.op != "output"]  # (the traces' own graphs:
+    generic_nodes = [n for n in generic.nodes if n.op != "output"]  # outputs come later)
+    if len(exact_nodes) != len(generic_nodes):
+        return f"{len(exact_nodes)} nodes traced exactly, {len(generic_nodes)} generic"
+    pairs: dict[Node, Node] = {}
+    for a, b in zip(exact_nodes, generic_nodes, strict=True):
+        pairs[b] = a
+        if (a.op, a.target) != (b.op, b.target) and not (a.op == b.op == "get_attr"):
+            return f"%{a.name} is {a.target!r}, generic %{b.name} is {b.target!r}"
+        if a.op == "get_attr" and not _same_constant(exact.attrs[a.target],
+                                                     generic.attrs[b.target]):
+            return f"constant %{a.name} differs"
+        expected = symbolic.substitute((b.args, b.kwargs), values)
+        if not _same_args((a.args, a.kwargs), expected, pairs):
+            return f"%{a.name}: arguments {a.args} {a.kwargs}, generic gives {expected}"
+    return None
+
+
+def _same_args(a: Any, b: Any, pairs: dict[Node, Node]) -> bool:
+    if isinstance(b, Node):
+        return pairs.get(b) is a
+    if type(a) is not type(b) and not (isinstance(a, int) and isinstance(b, int)):
+        return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same_args(x, y, pairs) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_args(a[k], b[k], pairs) for k in a)
+    if isinstance(a, slice):
+        return _same_args((a.start, a.stop, a.step), (b.start, b.stop, b.step), pairs)
+    if isinstance(a, float) and a != a:
+        return b != b
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values without a plain ==: only themselves
+        return a is b
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return a._data.shape == b._data.shape and a._data.dtype == b._data.dtype and \
+            bool(np.array_equal(a._data, b._data, equal_nan=True))
+    return a is b
+
+
+def size_expr(value: Any, size_of: Callable[[SizeSource], str],
+              shape_env: symbolic.ShapeEnv, const: Callable[[Any], str]) -> str:
+    """Runner source computing `value` (a SymInt, or a tuple, Size or list holding them)
+    from the call's sizes; other items are constants."""
+    if isinstance(value, symbolic.SymInt):
+        return symbolic.render(value.expr, lambda k: size_of(shape_env.sources[k]))
+    if isinstance(value, (tuple, list)):
+        items = [size_expr(v, size_of, shape_env, const) for v in value]
+        text = f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if isinstance(value, Size):
+            return f"{const(Size)}({text})"
+        return f"[{', '.join(items)}]" if isinstance(value, list) else text
+    return const(value)

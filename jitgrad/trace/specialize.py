@@ -1,0 +1,107 @@
+"""A graph generic in its size symbols, run at concrete sizes (Note [Symbolic sizes]).
+
+`specialize(graph, values, inputs)` evaluates every SymInt argument at `values` and runs
+the graph's nodes again on fakes of `inputs` (the call's real inputs), recording a new
+graph whose shapes, strides and dtypes are the ones eager gives at these sizes: every op
+decides again. Each node's new shape is checked against the one the trace predicted for
+it (its `sym_shape`, or its traced shape where it had none): a size the trace took as a
+constant that now differs raises `Refused`, and the caller traces anew. The backend
+compiles the result like any graph; its kernels are shape-generic, so a specialization
+mostly costs fusion and code generation, not kernel compiles.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from jitgrad.eager.grad_mode import STATE, set_grad_mode
+from jitgrad.eager.ops.registry import OpDef
+from jitgrad.eager.tensor import Tensor, ViewInfo
+from jitgrad.trace import symbolic
+from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, recording, sym_shape
+from jitgrad.trace.graph import Graph, Node, map_arg
+
+
+class Refused(Exception):  # noqa: N818 - a decision, not a failure
+    """The graph does not hold at these sizes (`reason` says which node and size)."""
+
+
+def specialize(graph: Graph, values: tuple[int, ...], inputs: list[Any]) -> Graph:
+    """`graph` at symbol values `values` for the call's graph inputs `inputs`."""
+    new = Graph()
+    env: dict[Node, Any] = {}
+    recorder = OpRecorder(new, lambda tensor: new.get_attr(
+        f"_tensor_constant_s{len(new.attrs)}", tensor))
+    placeholders = iter(inputs)
+    mode = STATE.enabled
+    try:
+        with recording(recorder):
+            for node in graph.nodes:
+                recorder.location = node.meta.get("source")
+                if node.op == "output":
+                    new.output(map_arg(node.args, lambda n: _node_of(env[n])))
+                    continue
+                env[node] = _run(node, new, env, values, placeholders, graph)
+                _check(node, env[node], values)
+    finally:
+        set_grad_mode(mode)
+    return new
+
+
+def _run(node: Node, new: Graph, env: dict[Node, Any], values: tuple[int, ...],
+         placeholders: Any, graph: Graph) -> Any:
+    old = node.meta.get("val")
+    if node.op == "placeholder":
+        value = next(placeholders)
+        placeholder = new.placeholder(node.target)
+        cls = FakeNumber if isinstance(old, FakeNumber) else FakeTensor
+        return cls.like(placeholder, value, value._requires_grad) if isinstance(
+            value, Tensor) else value
+    if node.op == "get_attr":
+        value = graph.attrs[node.target]
+        attr = new.get_attr(node.target, value)
+        return FakeTensor.like(attr, value, False) if isinstance(value, Tensor) else value
+    args = symbolic.substitute(map_arg(node.args, env.__getitem__), values)
+    kwargs = symbolic.substitute(map_arg(node.kwargs, env.__getitem__), values)
+    if node.target is set_grad_mode:
+        set_grad_mode(*args)
+        new.call_function(set_grad_mode, args)
+        return None
+    if node.target is operator.getitem:
+        return args[0][args[1]]
+    if not isinstance(node.target, OpDef):
+        raise Refused(f"{node.name} calls {node.target!r}, which is not an op")
+    result = node.target(*args, **kwargs)
+    made = _node_of(result) if isinstance(result, FakeTensor) else None
+    if made is not None:
+        for key, meta in node.meta.items():
+            if key not in ("val", "captured"):
+                made.meta.setdefault(key, meta)
+        view = getattr(old, "_view", None)
+        if view is not None and isinstance(view.base, FakeTensor) and \
+                view.base.node in env and isinstance(env[view.base.node], FakeTensor):
+            result._view = ViewInfo(env[view.base.node],
+                                    symbolic.substitute(view.replay, values),
+                                    view.creation, view.version)
+    return result
+
+
+def _node_of(value: Any) -> Any:
+    return value.node if isinstance(value, FakeTensor) else value
+
+
+def _check(node: Node, value: Any, values: tuple[int, ...]) -> None:
+    """Refuse when a size of `node` differs from what the trace predicted at `values`."""
+    old = node.meta.get("val")
+    olds = old if isinstance(old, tuple) else (old,)
+    news = value if isinstance(value, tuple) else (value,)
+    for before, after in zip(olds, news, strict=False):
+        if not isinstance(before, Tensor) or not isinstance(after, Tensor):
+            continue
+        predicted = tuple(symbolic.substitute(sym_shape(before), values))
+        if predicted != tuple(after._data.shape):
+            raise Refused(f"%{node.name} has shape {list(after._data.shape)} at these sizes; "
+                          f"the trace expected {list(predicted)}")
+        if (getattr(before, "_view", None) is None) != (getattr(after, "_view", None) is None):
+            raise Refused(f"%{node.name} is a view at one size and a copy at another")
