@@ -24,8 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Size, Tensor
 from jitgrad.trace import report, symbolic
+from jitgrad.trace.fake import run_eagerly
 from jitgrad.trace.graph import Graph, Node
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.sources import SizeSource, Source
@@ -48,6 +50,7 @@ class SymbolicGraph:
         self.specializations: dict[tuple[int, ...], Any] = {}
         self.refused: set[tuple[int, ...]] = set()
         self.provisional = True
+        self.closed = False  # its check failed: it serves the sizes it has, no new ones
         self.hints = tuple(shape_env.hints)
         self.compile(self.hints, example_inputs)
 
@@ -85,7 +88,7 @@ class SymbolicGraph:
         (Note [Checking a symbolic trace]); False sends the call to a new trace."""
         if values in self.specializations:
             return True
-        if values in self.refused:
+        if values in self.refused or self.closed:
             return False
         try:
             if self.provisional:
@@ -93,6 +96,7 @@ class SymbolicGraph:
                 mismatch = "the exact trace failed" if exact is None else \
                     same_graph(exact, self.graph, values)
                 if mismatch is not None:
+                    self.closed = True
                     raise Refused(mismatch)
                 self.provisional = False
             self.compile(values, inputs)
@@ -114,6 +118,11 @@ def same_graph(exact: Graph, generic: Graph, values: tuple[int, ...]) -> str | N
     pairs: dict[Node, Node] = {}
     for a, b in zip(exact_nodes, generic_nodes, strict=True):
         pairs[b] = a
+        if a.op == "get_attr" and _is_creation(b):  # a constant exactly, an op generically
+            made = run_eagerly(b.target, **symbolic.substitute(b.kwargs, values))
+            if not _same_constant(exact.attrs[a.target], made):
+                return f"constant %{a.name} differs from generic %{b.name} at these sizes"
+            continue
         if (a.op, a.target) != (b.op, b.target) and not (a.op == b.op == "get_attr"):
             return f"%{a.name} is {a.target!r}, generic %{b.name} is {b.target!r}"
         if a.op == "get_attr" and not _same_constant(exact.attrs[a.target],
@@ -123,6 +132,12 @@ def same_graph(exact: Graph, generic: Graph, values: tuple[int, ...]) -> str | N
         if not _same_args((a.args, a.kwargs), expected, pairs):
             return f"%{a.name}: arguments {a.args} {a.kwargs}, generic gives {expected}"
     return None
+
+
+def _is_creation(node: Node) -> bool:
+    """A node making a tensor from sizes alone (FULL, ARANGE of creation.py)."""
+    return node.op == "call_function" and isinstance(node.target, OpDef) and \
+        not node.target.input_names and not node.args
 
 
 def _same_args(a: Any, b: Any, pairs: dict[Node, Node]) -> bool:

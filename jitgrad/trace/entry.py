@@ -53,6 +53,7 @@ from jitgrad.trace.dynamic import SymbolicGraph, size_expr
 from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source
+from jitgrad.trace.specialize import Refused
 from jitgrad.trace.tracing import SizePolicy, TraceResult, is_user_code, trace_function
 from jitgrad.trace.variables import (
     BoundMethodVar,
@@ -404,8 +405,12 @@ class CompiledFunction:
         example_inputs = _example_inputs(result, frame)
         graph_module = GraphModule(graph)
         if result.shape_env.sources:
-            compiled: Any = SymbolicGraph(graph, self._backend, result.shape_env,
-                                          result.input_sources, example_inputs)
+            try:
+                compiled: Any = SymbolicGraph(graph, self._backend, result.shape_env,
+                                              result.input_sources, example_inputs)
+            except Refused:  # the generic graph does not even give back the trace
+                cache.static_sizes |= frozenset(result.shape_env.sources)
+                return self._compile(args, kwargs)
         else:
             compiled = self._backend(graph_module, example_inputs)
         backend_done = time.perf_counter()

@@ -557,49 +557,70 @@ def sym_shape(tensor: Tensor) -> tuple:
     return sym if sym is not None else tuple(tensor._data.shape)
 
 
-def _infer_sym_shapes(outs: Any, inputs: tuple, params: dict[str, Any]) -> None:
-    """Give an op's results SymInts where a size equals one expression of the op's inputs.
+def _infer_sym_shapes(op: OpDef, outs: Any, inputs: tuple, arrays: tuple,
+                      params: dict[str, Any]) -> None:
+    """Give an op's results SymInts at the sizes that follow the op's symbolic inputs.
 
-    The candidates for a result size are the sizes of the inputs (and products of runs of
-    them, as a flatten makes) and the SymInts among the params; a result size with exactly
-    one candidate expression of its value takes it, one that also equals a static size is
-    static. A wrong guess cannot give a wrong result: every specialization checks each
-    node's shape against these predictions (jitgrad.trace.specialize)."""
-    candidates: dict[int, set] = {}
-
-    def add(size: Any) -> None:
-        candidates.setdefault(int.__int__(size), set()).add(
-            size.expr if isinstance(size, symbolic.SymInt) else int.__int__(size))
-
-    symbolic_inputs = False
-    for x in inputs:
-        if not isinstance(x, Tensor):
-            if isinstance(x, symbolic.SymInt):
-                symbolic_inputs = True
-                add(x)
-            continue
-        sizes = sym_shape(x)
-        symbolic_inputs |= x.__dict__.get("sym_shape") is not None
-        for i in range(len(sizes)):
-            product = sizes[i]
-            add(product)
-            for j in range(i + 1, len(sizes)):
-                product = product * sizes[j]
-                add(product)
-    params_symbols = [v for v in _flat(params) if isinstance(v, symbolic.SymInt)]
-    if not symbolic_inputs and not params_symbols:
+    The op's shape rule runs again at *probe* sizes (each symbol a little larger than its
+    hint): a result size that stays put is static; one that moves is the candidate
+    expression (an input size, a SymInt argument, a product of a run of input sizes, or
+    one of those plus a constant) that takes the same value at both the hints and the
+    probe. A size left unexplained stays static, so a wrong guess cannot give a wrong
+    result: every specialization checks each node's shape against these predictions
+    (jitgrad.trace.specialize)."""
+    env = symbolic.ShapeEnv.active()
+    sym_inputs = [x for x in inputs if isinstance(x, Tensor) and
+                  x.__dict__.get("sym_shape") is not None]
+    if env is None or not (sym_inputs or symbolic.contains_symint((inputs, params))):
         return
-    for size in params_symbols:
-        add(size)
-    for out in outs:
-        shape = out._data.shape
+    probe = [h + 1 + k for k, h in enumerate(env.hints)]
+    metas = tuple(TensorMeta(tuple(symbolic.substitute(sym_shape(x), probe)), a.dtype)
+                  if isinstance(x, Tensor) else symbolic.substitute(x, probe)
+                  for x, a in zip(inputs, arrays, strict=True))
+    try:
+        probed = op.infer_meta(metas, symbolic.substitute(params, probe))
+    except Exception:  # noqa: BLE001 - the op relies on a size equal to a constant
+        return
+    probed = (probed,) if isinstance(probed, TensorMeta) else tuple(probed)
+    candidates = [e for e in _candidate_exprs(inputs, params) if type(e) is not int]
+    for out, meta in zip(outs, probed, strict=True):
         sym = []
-        for n in shape:
-            exprs = candidates.get(n, ())
-            expr = next(iter(exprs)) if len(exprs) == 1 else n
-            sym.append(n if type(expr) is int else symbolic.SymInt(n, expr))
+        for hint, moved in zip(out._data.shape, meta.shape, strict=True):
+            expr = None if hint == moved else _explain(hint, moved, candidates, env, probe)
+            sym.append(hint if expr is None else symbolic.SymInt(hint, expr))
         if any(isinstance(n, symbolic.SymInt) for n in sym):
             out.__dict__["sym_shape"] = tuple(sym)
+
+
+def _candidate_exprs(inputs: tuple, params: dict[str, Any]) -> list:
+    exprs = []
+    for x in inputs:
+        if isinstance(x, symbolic.SymInt):
+            exprs.append(x.expr)
+        if not isinstance(x, Tensor):
+            continue
+        sizes = sym_shape(x)
+        for i in range(len(sizes)):
+            product = sizes[i]
+            for j in range(i, len(sizes)):
+                product = product if j == i else product * sizes[j]
+                if isinstance(product, symbolic.SymInt):
+                    exprs.append(product.expr)
+    exprs += [v.expr for v in _flat(params) if isinstance(v, symbolic.SymInt)]
+    return list(dict.fromkeys(exprs))
+
+
+def _explain(hint: int, moved: int, candidates: list, env: symbolic.ShapeEnv,
+             probe: list[int]) -> Any:
+    """The candidate (or candidate plus a constant) worth `hint` at the hints and `moved`
+    at the probe; None if none is."""
+    for expr in candidates:
+        at_hint = symbolic.evaluate(expr, env.hints)
+        if symbolic.evaluate(expr, probe) - at_hint == moved - hint:
+            shift = hint - at_hint
+            return expr if shift == 0 else ("+", expr, shift) if shift > 0 else \
+                ("-", expr, -shift)
+    return None
 
 
 def _flat(value: Any) -> list:
@@ -636,7 +657,7 @@ class OpRecorder:
 
     def __call__(self, op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Any:
         if not any(isinstance(x, FakeTensor) for x in inputs) and not _contains_fake_array(
-                (arrays, params)):
+                (arrays, params)) and not symbolic.contains_symint(params):
             return run_eagerly(apply_op, op, inputs, arrays, params)
         if _contains_fake_array(params):
             raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: its arguments were computed "
@@ -644,7 +665,7 @@ class OpRecorder:
                               "compute it outside the compiled function")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
         metas = tuple(TensorMeta.of(a) if isinstance(a, np.ndarray) else a for a in arrays)
-        out_meta = op.infer_meta(metas, params)
+        out_meta = op.infer_meta(metas, symbolic.hinted(params))
         requires_grad = STATE.enabled and op.differentiable and any(
             isinstance(x, Tensor) and x._requires_grad for x in inputs)
         node = self._node(op, args, dict(params))
@@ -655,7 +676,7 @@ class OpRecorder:
             out = cls.of(node, out_meta.shape, out_meta.dtype,
                          requires_grad and out_meta.dtype.kind == "f", out_meta.strides,
                          out_meta.offset)
-            _infer_sym_shapes((out,), inputs, params)
+            _infer_sym_shapes(op, (out,), inputs, arrays, params)
             return out
         outs = []
         for i, meta in enumerate(out_meta):
@@ -664,7 +685,7 @@ class OpRecorder:
                                       requires_grad and meta.dtype.kind == "f", meta.strides,
                                       meta.offset))
         node.meta["val"] = tuple(outs)
-        _infer_sym_shapes(outs, inputs, params)
+        _infer_sym_shapes(op, outs, inputs, arrays, params)
         return tuple(outs)
 
     def _node(self, target: Any, args: tuple, kwargs: dict[str, Any]) -> GraphNode:

@@ -445,7 +445,8 @@ def describe_value(val: Any) -> str:
         return ""
     if isinstance(val, Tensor):
         dtype = val.dtype.name
-        text = f"{DTYPE_SHORT_NAMES.get(dtype, dtype)}[{', '.join(map(str, val.shape))}]"
+        sizes = ", ".join(map(_listing_leaf, val.shape))  # a symbolic size as `s0`
+        text = f"{DTYPE_SHORT_NAMES.get(dtype, dtype)}[{sizes}]"
         return f"{text} grad" if val.requires_grad else text
     if isinstance(val, (tuple, list)):
         inner = ", ".join(describe_value(v) or "None" for v in val)

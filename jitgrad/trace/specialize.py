@@ -44,6 +44,7 @@ def specialize(graph: Graph, values: tuple[int, ...], inputs: list[Any]) -> Grap
                     continue
                 env[node] = _run(node, new, env, values, placeholders, graph)
                 _check(node, env[node], values)
+                _carry_views(node, env[node], env, values)
     finally:
         set_grad_mode(mode)
     return new
@@ -78,12 +79,6 @@ def _run(node: Node, new: Graph, env: dict[Node, Any], values: tuple[int, ...],
         for key, meta in node.meta.items():
             if key not in ("val", "captured"):
                 made.meta.setdefault(key, meta)
-        view = getattr(old, "_view", None)
-        if view is not None and isinstance(view.base, FakeTensor) and \
-                view.base.node in env and isinstance(env[view.base.node], FakeTensor):
-            result._view = ViewInfo(env[view.base.node],
-                                    symbolic.substitute(view.replay, values),
-                                    view.creation, view.version)
     return result
 
 
@@ -103,5 +98,18 @@ def _check(node: Node, value: Any, values: tuple[int, ...]) -> None:
         if predicted != tuple(after._data.shape):
             raise Refused(f"%{node.name} has shape {list(after._data.shape)} at these sizes; "
                           f"the trace expected {list(predicted)}")
-        if (getattr(before, "_view", None) is None) != (getattr(after, "_view", None) is None):
-            raise Refused(f"%{node.name} is a view at one size and a copy at another")
+
+
+def _carry_views(node: Node, value: Any, env: dict[Node, Any], values: tuple[int, ...]) -> None:
+    """A value the trace made as a view of another stays one (what the backend reads of
+    aliasing: an output that is a view of an input), with its replay at these sizes."""
+    old = node.meta.get("val")
+    for before, after in zip(old if isinstance(old, tuple) else (old,),
+                             value if isinstance(value, tuple) else (value,), strict=False):
+        view = getattr(before, "_view", None)
+        if view is None or not isinstance(after, FakeTensor) or after._view is not None:
+            continue
+        base = env.get(view.base.node) if isinstance(view.base, FakeTensor) else None
+        if isinstance(base, FakeTensor):
+            after._view = ViewInfo(base, symbolic.substitute(view.replay, values),
+                                   view.creation, view.version)

@@ -32,6 +32,8 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from jitgrad.eager.symbolic_int import SymbolicInt
+
 # An expression is an int, ("sym", k) for symbol k, or (op, a, b) with op in _OPS.
 Expr = Any
 
@@ -83,7 +85,7 @@ def _combine(op: str, a: Expr, b: Expr) -> Expr:
     return (op, a, b)
 
 
-class SymInt(int):
+class SymInt(SymbolicInt):
     """An int (its hint) that is an expression over size symbols while tracing; see Note
     [Symbolic sizes]. Arithmetic keeps the expression, comparisons record relations in
     the active ShapeEnv, `int()` specializes."""
@@ -205,6 +207,21 @@ def contains_symint(value: Any) -> bool:
     return False
 
 
+def hinted(value: Any) -> Any:
+    """`value` with every SymInt replaced by its hint (no guard: for shape inference, which
+    the specialization repeats at every size)."""
+    if not contains_symint(value):
+        return value
+    return substitute(value, _Hints())
+
+
+class _Hints:
+    def __getitem__(self, k: int) -> int:
+        env = ShapeEnv.active()
+        assert env is not None, "SymInts exist only while tracing"
+        return env.hints[k]
+
+
 def substitute(value: Any, values: Any) -> Any:
     """`value` with every SymInt replaced by its int at `values` (symbol k = values[k])."""
     if isinstance(value, SymInt):
@@ -293,9 +310,33 @@ def _lower_bound(expr: Expr) -> int | None:
     return a + b if expr[0] == "+" else a * b
 
 
+def _polynomial(expr: Expr) -> dict[tuple[int, ...], int] | None:
+    """`expr` as {monomial (sorted symbols): coefficient} when it only adds, subtracts and
+    multiplies; None otherwise."""
+    if type(expr) is int:
+        return {(): expr} if expr else {}
+    if expr[0] == "sym":
+        return {(expr[1],): 1}
+    a, b = _polynomial(expr[1]), _polynomial(expr[2])
+    if a is None or b is None or expr[0] not in "+-*":
+        return None
+    out: dict[tuple[int, ...], int] = {}
+    if expr[0] == "*":
+        for ma, ca in a.items():
+            for mb, cb in b.items():
+                key = tuple(sorted(ma + mb))
+                out[key] = out.get(key, 0) + ca * cb
+    else:
+        sign = 1 if expr[0] == "+" else -1
+        out = dict(a)
+        for mb, cb in b.items():
+            out[mb] = out.get(mb, 0) + sign * cb
+    return {m: c for m, c in out.items() if c}
+
+
 def _implied(lhs: Expr, op: str, rhs: Expr) -> bool:
     """Whether `lhs op rhs` holds whatever the symbols (>= 2): not worth a guard."""
-    if lhs == rhs:
+    if lhs == rhs or (_polynomial(lhs) is not None and _polynomial(lhs) == _polynomial(rhs)):
         return op in ("==", "<=", ">=")
     if type(rhs) is int and (bound := _lower_bound(lhs)) is not None:
         return (op == ">=" and bound >= rhs) or (op == ">" and bound > rhs) or (

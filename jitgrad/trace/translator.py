@@ -377,7 +377,9 @@ class Translator:
         self.push(DictVar(dict(zip(keys, values, strict=True))))
 
     def BUILD_SLICE(self, inst: dis.Instruction) -> None:
-        parts = [calls.constant(self, v) for v in self.popn(inst.arg)]
+        # sizes stay SymInts in a slice (`mask[:T]`, Note [Symbolic sizes])
+        parts = [calls.to_python(self, v) if isinstance(v, ConstVar) and v.source is None
+                 else calls.constant(self, v) for v in self.popn(inst.arg)]
         self.push(ConstVar(slice(*parts)))
 
     def BUILD_STRING(self, inst: dis.Instruction) -> None:

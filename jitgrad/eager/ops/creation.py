@@ -23,6 +23,7 @@ from jitgrad.eager import dtypes, layout
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops._binary import scalar_as
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
+from jitgrad.eager.symbolic_int import any_symbolic
 from jitgrad.eager.tensor import Size, Tensor, device
 
 ERR_INT_REQUIRES_GRAD = ("Only Tensors of floating point and complex dtype can require "
@@ -272,22 +273,41 @@ def _factory_dtype(dtype: Any, default: dtypes.dtype | None = None) -> np.dtype:
     return d.np
 
 
+# Creation from sizes the compiler traces as symbols (jitgrad/eager/symbolic_int.py): an
+# op node instead of a constant, so the graph stays generic in the sizes
+FULL = register("full", lambda shape, value, np_dtype: np.full(shape, value, np_dtype),
+                inputs=(), elementwise=False)
+ARANGE = register("arange", lambda start, end, step, np_dtype: np.arange(
+    start, end, step, dtype=np.int64).astype(np_dtype, copy=False), inputs=(),
+    elementwise=False)
+
+
+def _filled(shape: tuple[int, ...], value: Any, np_dtype: Any, requires_grad: bool,
+            make: Any) -> Tensor:
+    """`make(shape, dtype)` as a leaf, or the FULL op when a size is symbolic."""
+    if any_symbolic(shape) and not requires_grad:
+        return apply_op(FULL, (), (), {"shape": shape, "value": value,
+                                       "np_dtype": np.dtype(np_dtype)})
+    return finish(make(shape, np_dtype), requires_grad)
+
+
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of the given size (varargs or one tuple); default float32."""
     check_device(device)
-    return finish(np.zeros(size_of(size), _factory_dtype(dtype)), requires_grad)
+    return _filled(size_of(size), 0, _factory_dtype(dtype), requires_grad, np.zeros)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones of the given size (varargs or one tuple); default float32."""
     check_device(device)
-    return finish(np.ones(size_of(size), _factory_dtype(dtype)), requires_grad)
+    return _filled(size_of(size), 1, _factory_dtype(dtype), requires_grad, np.ones)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """An uninitialized tensor of the given size (varargs or one tuple); default float32."""
+    """An uninitialized tensor of the given size (varargs or one tuple); default float32.
+    (Traced with a symbolic size, it is zeros.)"""
     check_device(device)
-    return finish(np.empty(size_of(size), _factory_dtype(dtype)), requires_grad)
+    return _filled(size_of(size), 0, _factory_dtype(dtype), requires_grad, np.empty)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -297,8 +317,9 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     np_dtype = _factory_dtype(dtype, dtypes.python_scalar_dtype(fill_value))
-    return finish(np.full(size_of((size,)), scalar_as(fill_value, np.dtype(np_dtype)), np_dtype),
-                  requires_grad)
+    value = scalar_as(fill_value, np.dtype(np_dtype))
+    return _filled(size_of((size,)), value, np_dtype, requires_grad,
+                   lambda shape, dt: np.full(shape, value, dt))
 
 
 def _like(input: Tensor, dtype: Any, device: Any) -> np.dtype:
@@ -365,6 +386,15 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     is_int = all(isinstance(v, (int, np.integer)) for v in values)
     np_dtype = _factory_dtype(dtype, dtypes.int64 if is_int else dtypes.get_default_dtype())
     integral = np_dtype.kind in "iub"
+    if any_symbolic(values) and is_int and not requires_grad:
+        first, last, step = values
+        if step == 0:
+            raise RuntimeError("arange: step must be nonzero")
+        if (last - first) * step < 0:
+            raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step "
+                               f"sign (start={first}, end={last}, step={step})")
+        return apply_op(ARANGE, (), (), {"start": first, "end": last, "step": step,
+                                         "np_dtype": np.dtype(np_dtype)})
     values = [int(v) if integral else float(v) for v in values]
     first, last, step = values
     if step == 0:

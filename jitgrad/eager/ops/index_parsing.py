@@ -85,13 +85,20 @@ def _as_tuple(index: Any) -> tuple:
 def _check_slice(s: slice) -> slice:
     step = s.step
     if step is not None:
-        step = operator.index(step)
+        step = _as_index(step)
         if step <= 0:
             raise ValueError(f"step must be greater than zero (got {step}); flip() reverses a "
                              "tensor")
-    start = None if s.start is None else operator.index(s.start)
-    stop = None if s.stop is None else operator.index(s.stop)
+    start = None if s.start is None else _as_index(s.start)
+    stop = None if s.stop is None else _as_index(s.stop)
     return slice(start, stop, step)
+
+
+def _as_index(value: Any) -> int:
+    """`operator.index(value)`, an int subclass kept as itself (a compiler's symbolic size,
+    jitgrad/eager/symbolic_int.py, stays in the recorded index)."""
+    return value if isinstance(value, int) and type(value) is not bool else \
+        operator.index(value)
 
 
 def checked_array(array: np.ndarray, dim: int, size: int) -> np.ndarray:

@@ -1,0 +1,25 @@
+"""The eager side of the compiler's symbolic sizes (Note [Symbolic sizes] in
+jitgrad/trace/symbolic.py).
+
+`SymbolicInt` is the base class of `jitgrad.trace.symbolic.SymInt`: an int whose value is
+one call's size while a function is traced. Eager code never makes one; the ops that
+build a tensor from sizes (`arange`, `zeros`, `ones`, `full`, `empty`) check for one and
+then record an op (`ARANGE`, `FULL` in creation.py) instead of computing a constant, so
+the traced graph stays generic in that size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SymbolicInt(int):
+    """An int standing for a size symbol while tracing (see the module docstring)."""
+
+    __slots__ = ()
+
+
+def any_symbolic(values: Any) -> bool:
+    """Whether any of `values` (ints, or sequences of them) is a SymbolicInt."""
+    return any(isinstance(v, SymbolicInt) or isinstance(v, (tuple, list)) and any_symbolic(v)
+               for v in values)
