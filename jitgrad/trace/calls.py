@@ -19,8 +19,7 @@ from jitgrad.eager import grad_mode
 from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import disabled, user_objects
-from jitgrad.trace import symbolic
+from jitgrad.trace import disabled, symbolic, user_objects
 from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
 from jitgrad.trace.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
 from jitgrad.trace.variables import (
@@ -345,6 +344,9 @@ def getitem(tx: Any, container: Var, index: Var) -> Var:
         key = constant(tx, index)
         source = ItemSource(container.source, key) if container.source is not None else None
         return tx.ctx.wrap_value(container.value[key], source)
+    if isinstance(container, ConstVar) and container.source is None and isinstance(
+            container.value, tuple):  # `x.shape[0]`: the size itself, a SymInt if symbolic
+        return wrap_result(tx, container.value[constant(tx, index)])
     return wrap_result(tx, constant(tx, container)[constant(tx, index)])
 
 

@@ -54,6 +54,10 @@ class SymbolicGraph:
         self.hints = tuple(shape_env.hints)
         self.compile(self.hints, example_inputs)
 
+    def serves(self, inputs: Any) -> bool:
+        """Whether a specialization for these graph inputs' sizes exists already."""
+        return self.values(inputs) in self.specializations
+
     def values(self, inputs: Any) -> tuple[int, ...]:
         return tuple(inputs[i]._data.shape[d] for i, d in self.positions)
 
@@ -146,7 +150,7 @@ def _same_args(a: Any, b: Any, pairs: dict[Node, Node]) -> bool:
     if type(a) is not type(b) and not (isinstance(a, int) and isinstance(b, int)):
         return False
     if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(_same_args(x, y, pairs) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same_args(x, y, pairs) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same_args(a[k], b[k], pairs) for k in a)
     if isinstance(a, slice):

@@ -42,14 +42,13 @@ from typing import Any
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import breaks, report, side_effects, user_lines
+from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
+from jitgrad.trace.dynamic import SymbolicGraph, size_expr
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace import symbolic
-from jitgrad.trace.dynamic import SymbolicGraph, size_expr
 from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source
@@ -88,10 +87,10 @@ class CacheEntry:
         self.compiled = compiled  # what the backend returned (its `show()`, if any)
         self.hits = 0
         # a symbolic entry (Note [Symbolic sizes]): its graph inputs read off a call, and
-        # the break offset its exact check traces to
+        # the graph break its exact check traces to
         self.sizes: Callable[..., tuple] | None = None
         self.numbers: frozenset[int] = frozenset()  # positions of inputs that are numbers
-        self.stop_at: int | None = None
+        self.plan: breaks.BreakPlan | None = None
 
 
 class CodeCache:
@@ -237,10 +236,17 @@ class CompiledFunction:
         if config.DISABLE:
             return self._function(*args, **kwargs)
         cache = cache_for(self._function, self._backend)
+        symbolic_entries = []
         for entry in cache.entries:
-            if entry.guard(*args, **kwargs) and (
-                    not isinstance(entry.compiled, SymbolicGraph) or self._accepts(
-                        cache, entry, args, kwargs)):
+            if entry.guard(*args, **kwargs):
+                if isinstance(entry.compiled, SymbolicGraph) and not entry.compiled.serves(
+                        entry.sizes(*args, **kwargs)):
+                    symbolic_entries.append(entry)  # after any entry that serves as it is
+                    continue
+                entry.hits += 1
+                return _run_entry(entry, args, kwargs)
+        for entry in symbolic_entries:
+            if self._accepts(cache, entry, args, kwargs):
                 entry.hits += 1
                 return _run_entry(entry, args, kwargs)
         if cache.eager_reason is not None:
@@ -315,15 +321,15 @@ class CompiledFunction:
         graph = entry.compiled
         inputs = list(entry.sizes(*args, **kwargs))
         values = graph.values(inputs)
-        if values in graph.specializations:
-            return True
         inputs = [number_tensor(v) if i in entry.numbers else v for i, v in enumerate(inputs)]
 
         def trace_exact() -> Any:
+            plan = entry.plan
             try:
-                return _trace(self._function, args, kwargs, stop_at=entry.stop_at,
-                              dynamic_numbers=cache.dynamic_numbers,
-                              sizes=SizePolicy(exact=True)).graph
+                return _graph_of(_trace(self._function, args, kwargs,
+                                        stop_at=plan.offset if plan is not None else None,
+                                        dynamic_numbers=cache.dynamic_numbers,
+                                        sizes=SizePolicy(exact=True)), plan)
             except Unsupported:
                 return None
 
@@ -392,15 +398,7 @@ class CompiledFunction:
                             sizes=sizes)
             break_reason = _break_reason(err)
         traced = time.perf_counter()
-        tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
-            else tensors_in(result.output)
-        tensors += [t for var in result.side_effects.values() for t in tensors_in(var)]
-        # a view reaches the caller rebuilt on its base (see `_output_expr`), and inputs as
-        # themselves (written back if mutated), not as outputs
-        tensors = [_view_base(t) for t in tensors]
-        tensors = [t for t in tensors if t.fake.storage.input is None]
-        tensors += [TensorVar(m.fake) for m in result.mutations]
-        graph = _finish_graph(result.graph, tensors)
+        graph = _graph_of(result, plan)
         frame = FrameValues.bind(fn, args, kwargs)
         example_inputs = _example_inputs(result, frame)
         graph_module = GraphModule(graph)
@@ -435,7 +433,7 @@ class CompiledFunction:
             entry.sizes = result.guards.build_reader_fn(fn, result.input_sources)
             entry.numbers = frozenset(i for i, source in enumerate(result.input_sources)
                                       if source in result.number_sources)
-            entry.stop_at = plan.offset if plan is not None else None
+            entry.plan = plan
         return entry
 
     def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
@@ -534,6 +532,19 @@ class CompiledFunction:
     def _qualname(self) -> str:
         code = self._function.__code__
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+
+
+def _graph_of(result: TraceResult, plan: breaks.BreakPlan | None) -> Any:
+    """The trace's graph with its outputs: what the runner needs of the graph."""
+    tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
+        else tensors_in(result.output)
+    tensors += [t for var in result.side_effects.values() for t in tensors_in(var)]
+    # a view reaches the caller rebuilt on its base (see `_output_expr`), and inputs as
+    # themselves (written back if mutated), not as outputs
+    tensors = [_view_base(t) for t in tensors]
+    tensors = [t for t in tensors if t.fake.storage.input is None]
+    tensors += [TensorVar(m.fake) for m in result.mutations]
+    return _finish_graph(result.graph, tensors)
 
 
 class SizeEscapes(Exception):  # noqa: N818 - a decision of _compile, not an error
@@ -678,10 +689,19 @@ class _RunnerEnv:
     def expr(self, source: Source) -> str:
         return source.reconstruct(self)
 
-    def const(self, value: object, hint: str = "") -> str:
-        """A name for `value` in the runner's namespace (readable when `hint` is given)."""
+    def const(self, value: object, hint: str = "", sizes: bool = False) -> str:
+        """A name for `value` in the runner's namespace (readable when `hint` is given).
+        A value holding SymInts is this call's, `substitute`d at run time; without
+        `sizes` (where nothing evaluates them) it raises SizeEscapes."""
         if symbolic.contains_symint(value):  # a SymInt here would be its trace-time size
-            raise SizeEscapes()
+            if not sizes or self.size_of is None:
+                raise SizeEscapes()
+            symbols = ", ".join(self.size_of(s) for s in self.shape_env.sources)
+            return (f"{self.const(symbolic.substitute, 'substitute')}"
+                    f"({self._name(value, hint)}, ({symbols},))")
+        return self._name(value, hint)
+
+    def _name(self, value: object, hint: str) -> str:
         name = f"__{hint}" if hint else f"__c{len(self.namespace)}"
         if name in self.namespace and self.namespace[name] is not value:
             name = f"{name}_{len(self.namespace)}"
@@ -729,7 +749,7 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         if view is not None:
             base = _output_expr(TensorVar(view.base), outputs, env, input_names)
             return f"{env.const(rebuild_view, 'rebuild_view')}({base}, " \
-                f"{env.const(view.replay)}, {view.creation!r})"
+                f"{env.const(view.replay, sizes=True)}, {view.creation!r})"
         if fake.storage.input is not None:
             return input_names[fake.storage.input[0]]
         return f"__out[{outputs.index(fake.output_node())}]"

@@ -664,14 +664,16 @@ class OpRecorder:
                               "from a traced tensor's values (e.g. a tensor index or mask)",
                               "compute it outside the compiled function")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
-        metas = tuple(TensorMeta.of(a) if isinstance(a, np.ndarray) else a for a in arrays)
+        metas = tuple(TensorMeta.of(a) if isinstance(a, np.ndarray) else symbolic.hinted(a)
+                      for a in arrays)
         out_meta = op.infer_meta(metas, symbolic.hinted(params))
         requires_grad = STATE.enabled and op.differentiable and any(
             isinstance(x, Tensor) and x._requires_grad for x in inputs)
         node = self._node(op, args, dict(params))
         if isinstance(out_meta, TensorMeta):
             # arithmetic on stand-ins of Python numbers gives a Python number again
-            numbers = all(isinstance(x, FakeNumber) for x in inputs if isinstance(x, Tensor))
+            tensors = [x for x in inputs if isinstance(x, Tensor)]
+            numbers = tensors and all(isinstance(x, FakeNumber) for x in tensors)
             cls = FakeNumber if numbers else FakeTensor
             out = cls.of(node, out_meta.shape, out_meta.dtype,
                          requires_grad and out_meta.dtype.kind == "f", out_meta.strides,

@@ -351,7 +351,8 @@ class GuardSet:
         return guard
 
 
-    def build_reader_fn(self, fn: Callable[..., Any], sources: list[Source]) -> Callable[..., tuple]:
+    def build_reader_fn(self, fn: Callable[..., Any],
+                        sources: list[Source]) -> Callable[..., tuple]:
         """A function with `fn`'s signature returning the values of `sources` for a call
         (after its guard passed): how a symbolic entry reads its graph inputs' sizes."""
         code = fn.__code__

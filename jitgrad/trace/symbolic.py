@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from jitgrad.eager.symbolic_int import SymbolicInt
+from jitgrad.eager.views import ReplayStep
 
 # An expression is an int, ("sym", k) for symbol k, or (op, a, b) with op in _OPS.
 Expr = Any
@@ -204,6 +205,8 @@ def contains_symint(value: Any) -> bool:
         return any(contains_symint(v) for v in value.values())
     if isinstance(value, slice):
         return contains_symint((value.start, value.stop, value.step))
+    if isinstance(value, ReplayStep):
+        return contains_symint(value.params)
     return False
 
 
@@ -236,6 +239,8 @@ def substitute(value: Any, values: Any) -> Any:
         return {k: substitute(v, values) for k, v in value.items()}
     if isinstance(value, slice):
         return slice(*(substitute(v, values) for v in (value.start, value.stop, value.step)))
+    if isinstance(value, ReplayStep):  # (rebuild_view reads its op and params only)
+        return ReplayStep(value.op, substitute(value.params, values), value.input_metadata[0])
     return value
 
 
@@ -279,7 +284,8 @@ class ShapeEnv:
                 k = len(self.sources)
                 self.sources.append(source)
                 self.hints.append(hint)
-                self.record(("sym", k), ">=", 2, True)
+                # the assumption every symbol carries (`_implied` reasons from it)
+                self.relations[(("sym", k), ">=", 2)] = None
             else:
                 self.aliases.append((source, k))
             self._by_source[source] = k
