@@ -37,6 +37,7 @@ BENCHMARKS: tuple[tuple[str, bool], ...] = (
     ("train_step", True),
     ("lstm_lm", True),
     ("distributed", True),
+    ("dynamic_shapes", True),
 )
 
 Table = tuple[str, list[tuple[str, float]], str]

@@ -19,6 +19,14 @@ class SymbolicInt(int):
     __slots__ = ()
 
 
+def sizes(tensor: Any) -> tuple:
+    """`tensor`'s shape, with the SymInts a compiler's fake tensor carries at its symbolic
+    dims (its `sym_shape`); for any other tensor, its array's shape. Ops that compute a
+    view's sizes from their input's read them here, so the sizes stay symbolic."""
+    sym = tensor.__dict__.get("sym_shape")
+    return sym if sym is not None else tensor._data.shape
+
+
 def any_symbolic(values: Any) -> bool:
     """Whether any of `values` (ints, or sequences of them) is a SymbolicInt."""
     return any(isinstance(v, SymbolicInt) or isinstance(v, (tuple, list)) and any_symbolic(v)

@@ -28,7 +28,7 @@ from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Size, Tensor
 from jitgrad.trace import report, symbolic
 from jitgrad.trace.fake import run_eagerly
-from jitgrad.trace.graph import Graph, Node
+from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.sources import SizeSource, Source
 from jitgrad.trace.specialize import Refused, specialize
@@ -42,8 +42,10 @@ class SymbolicGraph:
     """
 
     def __init__(self, graph: Graph, backend: Callable[..., Any], shape_env: symbolic.ShapeEnv,
-                 input_sources: list[Source], example_inputs: list[Any]) -> None:
+                 input_sources: list[Source], example_inputs: list[Any],
+                 traced: list[tuple]) -> None:
         self.graph = graph
+        self.traced = traced  # the trace's signature, for Note [Checking a symbolic trace]
         self.backend = backend
         self.shape_env = shape_env
         self.positions = [(input_sources.index(s.base), s.dim) for s in shape_env.sources]
@@ -87,7 +89,7 @@ class SymbolicGraph:
         return head + (inner() if inner is not None else "")
 
     def accepts(self, values: tuple[int, ...], inputs: list[Any],
-                trace_exact: Callable[[], Graph | None]) -> bool:
+                trace_exact: Callable[[], list[tuple] | None]) -> bool:
         """Whether this entry serves a call at `values`: checked once per new set of sizes
         (Note [Checking a symbolic trace]); False sends the call to a new trace."""
         if values in self.specializations:
@@ -98,7 +100,7 @@ class SymbolicGraph:
             if self.provisional:
                 exact = trace_exact()
                 mismatch = "the exact trace failed" if exact is None else \
-                    same_graph(exact, self.graph, values)
+                    same_graph(exact, self.traced, values)
                 if mismatch is not None:
                     self.closed = True
                     raise Refused(mismatch)
@@ -112,49 +114,60 @@ class SymbolicGraph:
         return True
 
 
-def same_graph(exact: Graph, generic: Graph, values: tuple[int, ...]) -> str | None:
-    """None when `generic` at symbol values `values` is `exact`, node for node (outputs
-    aside: both traces return the same Python structure); else the first difference."""
-    exact_nodes = [n for n in exact.nodes if n.op != "output"]  # (the traces' own graphs:
-    generic_nodes = [n for n in generic.nodes if n.op != "output"]  # outputs come later)
-    if len(exact_nodes) != len(generic_nodes):
-        return f"{len(exact_nodes)} nodes traced exactly, {len(generic_nodes)} generic"
-    pairs: dict[Node, Node] = {}
-    for a, b in zip(exact_nodes, generic_nodes, strict=True):
-        pairs[b] = a
-        if a.op == "get_attr" and _is_creation(b):  # a constant exactly, an op generically
-            made = run_eagerly(b.target, **symbolic.substitute(b.kwargs, values))
-            if not _same_constant(exact.attrs[a.target], made):
-                return f"constant %{a.name} differs from generic %{b.name} at these sizes"
+class _Ref(int):
+    """A node's position in a graph signature (`signature`)."""
+
+
+def signature(graph: Graph) -> list[tuple]:
+    """`graph`'s nodes as (op, target, args, kwargs, constant) with nodes as positions:
+    taken before dead code goes, so a view only the runner rebuilds is compared too."""
+    index = {node: _Ref(i) for i, node in enumerate(graph.nodes)}
+    return [(node.op, node.target, map_arg(node.args, index.__getitem__),
+             map_arg(node.kwargs, index.__getitem__),
+             graph.attrs[node.target] if node.op == "get_attr" else None)
+            for node in graph.nodes if node.op != "output"]
+
+
+def same_graph(exact: list[tuple], generic: list[tuple], values: tuple[int, ...]) -> str | None:
+    """None when the `generic` signature at symbol values `values` is the `exact` one, node
+    for node (outputs aside: both traces return the same Python structure); else the
+    first difference."""
+    if len(exact) != len(generic):
+        return f"{len(exact)} nodes traced exactly, {len(generic)} generic"
+    for i, (a, b) in enumerate(zip(exact, generic, strict=True)):
+        op, target, args, kwargs, constant = a
+        if op == "get_attr" and _is_creation(b):  # a constant exactly, an op generically
+            if not _same_constant(constant, run_eagerly(b[1], **symbolic.substitute(
+                    b[3], values))):
+                return f"node {i}: the constant differs from {b[1]!r} at these sizes"
             continue
-        if (a.op, a.target) != (b.op, b.target) and not (a.op == b.op == "get_attr"):
-            return f"%{a.name} is {a.target!r}, generic %{b.name} is {b.target!r}"
-        if a.op == "get_attr" and not _same_constant(exact.attrs[a.target],
-                                                     generic.attrs[b.target]):
-            return f"constant %{a.name} differs"
-        expected = symbolic.substitute((b.args, b.kwargs), values)
-        if not _same_args((a.args, a.kwargs), expected, pairs):
-            return f"%{a.name}: arguments {a.args} {a.kwargs}, generic gives {expected}"
+        if op != b[0] or (op != "get_attr" and target is not b[1] and target != b[1]):
+            return f"node {i} is {target!r}, generically {b[1]!r}"
+        if op == "get_attr" and not _same_constant(constant, b[4]):
+            return f"node {i}: constant {target} differs"
+        expected = symbolic.substitute((b[2], b[3]), values)
+        if not _same_args((args, kwargs), expected):
+            return f"node {i} ({target!r}): arguments {args} {kwargs}, generically {expected}"
     return None
 
 
-def _is_creation(node: Node) -> bool:
+def _is_creation(node: tuple) -> bool:
     """A node making a tensor from sizes alone (FULL, ARANGE of creation.py)."""
-    return node.op == "call_function" and isinstance(node.target, OpDef) and \
-        not node.target.input_names and not node.args
+    return node[0] == "call_function" and isinstance(node[1], OpDef) and \
+        not node[1].input_names and not node[2]
 
 
-def _same_args(a: Any, b: Any, pairs: dict[Node, Node]) -> bool:
-    if isinstance(b, Node):
-        return pairs.get(b) is a
+def _same_args(a: Any, b: Any) -> bool:
+    if isinstance(a, _Ref) or isinstance(b, _Ref):
+        return isinstance(a, _Ref) and isinstance(b, _Ref) and int(a) == int(b)
     if type(a) is not type(b) and not (isinstance(a, int) and isinstance(b, int)):
         return False
     if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(_same_args(x, y, pairs) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_same_args(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same_args(a[k], b[k], pairs) for k in a)
+        return a.keys() == b.keys() and all(_same_args(a[k], b[k]) for k in a)
     if isinstance(a, slice):
-        return _same_args((a.start, a.stop, a.step), (b.start, b.stop, b.step), pairs)
+        return _same_args((a.start, a.stop, a.step), (b.start, b.stop, b.step))
     if isinstance(a, float) and a != a:
         return b != b
     try:

@@ -45,7 +45,7 @@ from jitgrad.eager.views import rebuild_view
 from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
-from jitgrad.trace.dynamic import SymbolicGraph, size_expr
+from jitgrad.trace.dynamic import SymbolicGraph, signature, size_expr
 from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
@@ -326,10 +326,10 @@ class CompiledFunction:
         def trace_exact() -> Any:
             plan = entry.plan
             try:
-                return _graph_of(_trace(self._function, args, kwargs,
+                return signature(_trace(self._function, args, kwargs,
                                         stop_at=plan.offset if plan is not None else None,
                                         dynamic_numbers=cache.dynamic_numbers,
-                                        sizes=SizePolicy(exact=True)), plan)
+                                        sizes=SizePolicy(exact=True)).graph)
             except Unsupported:
                 return None
 
@@ -398,6 +398,7 @@ class CompiledFunction:
                             sizes=sizes)
             break_reason = _break_reason(err)
         traced = time.perf_counter()
+        raw = signature(result.graph) if result.shape_env.sources else []
         graph = _graph_of(result, plan)
         frame = FrameValues.bind(fn, args, kwargs)
         example_inputs = _example_inputs(result, frame)
@@ -405,7 +406,7 @@ class CompiledFunction:
         if result.shape_env.sources:
             try:
                 compiled: Any = SymbolicGraph(graph, self._backend, result.shape_env,
-                                              result.input_sources, example_inputs)
+                                              result.input_sources, example_inputs, raw)
             except Refused:  # the generic graph does not even give back the trace
                 cache.static_sizes |= frozenset(result.shape_env.sources)
                 return self._compile(args, kwargs)

@@ -68,6 +68,7 @@ from jitgrad.eager.ops.index_parsing import parse_index
 from jitgrad.eager.ops.indexing import INDEX_PUT, put, scalar_type_name
 from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
 from jitgrad.eager.ops.shape import expanded_shape
+from jitgrad.eager.symbolic_int import sizes as sym_shape
 from jitgrad.eager.tensor import Size, Tensor, normalize_dim
 from jitgrad.trace import symbolic
 from jitgrad.trace.graph import Graph
@@ -549,12 +550,6 @@ class FakeNumber(FakeTensor):
 
     __slots__ = ()
     _weak_scalar = True
-
-
-def sym_shape(tensor: Tensor) -> tuple:
-    """`tensor`'s shape with SymInts at its symbolic dims (Note [Symbolic sizes])."""
-    sym = tensor.__dict__.get("sym_shape")
-    return sym if sym is not None else tuple(tensor._data.shape)
 
 
 def _infer_sym_shapes(op: OpDef, outs: Any, inputs: tuple, arrays: tuple,

@@ -47,6 +47,7 @@ def specialize(graph: Graph, values: tuple[int, ...], inputs: list[Any]) -> Grap
                 _carry_views(node, env[node], env, values)
     finally:
         set_grad_mode(mode)
+    _copy_meta(new, env)
     return new
 
 
@@ -76,10 +77,28 @@ def _run(node: Node, new: Graph, env: dict[Node, Any], values: tuple[int, ...],
     result = node.target(*args, **kwargs)
     made = _node_of(result) if isinstance(result, FakeTensor) else None
     if made is not None:
+        made.meta["copied_from"] = node
+    return result
+
+
+def _copy_meta(new: Graph, env: dict[Node, Any]) -> None:
+    """The trace's facts about each node onto its copy (once every node has one: a writer
+    named in "overwritten" may come later), nodes among them mapped to their copies."""
+    for made in new.nodes:
+        node = made.meta.pop("copied_from", None)
+        if node is None:
+            continue
         for key, meta in node.meta.items():
             if key not in ("val", "captured"):
-                made.meta.setdefault(key, meta)
-    return result
+                made.meta.setdefault(key, _remapped(meta, env))
+
+
+def _remapped(meta: Any, env: dict[Node, Any]) -> Any:
+    if isinstance(meta, Node):
+        return _node_of(env[meta]) if meta in env else None
+    if type(meta) is tuple:
+        return tuple(_remapped(m, env) for m in meta)
+    return meta
 
 
 def _node_of(value: Any) -> Any:

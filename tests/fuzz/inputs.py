@@ -85,12 +85,19 @@ def specs(templates: list, call: dict) -> list[dict]:
 
 
 def later_calls(g, first: dict) -> list[dict]:
-    """Calls after the first: new values; grown sizes; float64; changed Python values; NaN."""
+    """Calls after the first: new values; sizes grown twice; float64; changed Python values;
+    NaN."""
     calls = [dict(first, value_seed=first["value_seed"] + 1, py=changed_py(g, first["py"]))]
     if g.on("shape_change", 0.5):
         sizes = list(first["sizes"])
-        sizes[g.rng.randrange(3)] += 2
+        grown = g.rng.randrange(3)
+        sizes[grown] += 2
         calls.append(dict(first, sizes=sizes, value_seed=first["value_seed"] + 2))
+        # grown again: the size is a symbol by now (automatic dynamic), so this call runs
+        # the symbolic trace at new sizes (Note [Checking a symbolic trace])
+        sizes = list(sizes)
+        sizes[grown] += 3
+        calls.append(dict(first, sizes=sizes, value_seed=first["value_seed"] + 5))
         g.used.add("shape_change")
     if g.on("dtype_change", 0.3):
         calls.append(dict(first, float64=True, value_seed=first["value_seed"] + 3))

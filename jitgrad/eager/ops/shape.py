@@ -11,6 +11,7 @@ rearrangements (cat, stack, repeat, flip, roll, tril/triu, repeat_interleave) in
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -50,6 +51,7 @@ from jitgrad.eager.ops.slicing import (  # noqa: F401  (re-exported, see __all__
     split,
     unbind,
 )
+from jitgrad.eager.symbolic_int import sizes
 from jitgrad.eager.tensor import Tensor, normalize_dim
 from jitgrad.eager.views import view_op
 
@@ -173,12 +175,12 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 
 def view_as(input: Tensor, other: Tensor) -> Tensor:
     """`input.view(other.shape)`."""
-    return view(input, other._data.shape)
+    return view(input, sizes(other))
 
 
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:
     """`input.reshape(other.shape)`."""
-    return reshape(input, other._data.shape)
+    return reshape(input, sizes(other))
 
 
 def ravel(input: Tensor) -> Tensor:
@@ -191,7 +193,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
     Raises RuntimeError when start_dim comes after end_dim.
     """
-    shape = input._data.shape
+    shape = tuple(sizes(input))
     if not shape:
         return reshape(input, 1)
     start, end = normalize_dim(start_dim, len(shape)), normalize_dim(end_dim, len(shape))
@@ -200,29 +202,29 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
                            f"(got start_dim={start_dim}, end_dim={end_dim} for {len(shape)} dims)")
     if start == end:
         return view_op(input, RESHAPE, {"shape": shape})
-    merged = int(np.prod(shape[start:end + 1]))
+    merged = math.prod(shape[start:end + 1])  # (a symbolic size stays symbolic)
     return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
 
 
-def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
+def unflatten(input: Tensor, dim: int, sizes_arg: Any) -> Tensor:
     """Split dim `dim` into `sizes` (one may be -1).
 
     Raises RuntimeError when the sizes do not multiply up to the dim's size.
     """
-    shape = input._data.shape
+    shape = tuple(sizes(input))
     d = normalize_dim(dim, len(shape))
-    sizes = tuple(int(s) for s in sizes)
+    parts = int_sizes(tuple(sizes_arg), "sizes")
     try:
-        sizes = infer_shape(sizes, shape[d], (shape[d],))
+        parts = infer_shape(parts, shape[d], (shape[d],))
     except RuntimeError:
-        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size "
+        raise RuntimeError(f"unflatten: Provided sizes {list(parts)} don't multiply up to the size "
                            f"of dim {dim} ({shape[d]}) in the input tensor") from None
-    return reshape(input, shape[:d] + sizes + shape[d + 1:])
+    return reshape(input, shape[:d] + parts + shape[d + 1:])
 
 
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Drop size-1 dims (all, one, or a tuple); naming a dim of another size is a no-op. A view."""
-    shape = input._data.shape
+    shape = tuple(sizes(input))
     if dim is None:
         dims = {i for i, s in enumerate(shape) if s == 1}
     else:
@@ -234,7 +236,7 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at `dim` (negative dims count from ndim + 1). A view."""
-    shape = input._data.shape
+    shape = tuple(sizes(input))
     d = normalize_dim(dim, len(shape) + 1)
     return view_op(input, RESHAPE, {"shape": shape[:d] + (1,) + shape[d:]})
 
@@ -353,15 +355,15 @@ def expanded_shape(shape: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[int,
     return tuple(target)
 
 
-def expand(input: Tensor, *sizes: Any) -> Tensor:
+def expand(input: Tensor, *shape: Any) -> Tensor:
     """Broadcast to `sizes` without copying (-1 keeps a dim). New leading dims are allowed."""
-    target = expanded_shape(input._data.shape, _shape_arg(sizes))
+    target = expanded_shape(tuple(sizes(input)), _shape_arg(shape))
     return view_op(input, EXPAND, {"shape": target})
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """`input.expand(other.shape)`."""
-    return expand(input, other._data.shape)
+    return expand(input, sizes(other))
 
 
 def broadcast_to(input: Tensor, size: Any) -> Tensor:
