@@ -50,6 +50,10 @@ DEFAULT_BACKEND = "numba"
 
 RECOMPILE_LIMIT = 8  # per code object, as torch.compile
 TOTAL_RECOMPILE_LIMIT = 256
+# compiled frames running inside one another (recursion through graph breaks: a frame per
+# level costs a few Python frames where eager costs one): deeper calls run eagerly, so a
+# recursion goes as deep as eager's
+MAX_NESTED_FRAMES = 16
 
 
 def enabled_channels(requested: tuple[str, ...] = LOGS) -> set[str]:

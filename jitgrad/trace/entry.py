@@ -112,6 +112,8 @@ class CodeCache:
 
 
 _CACHES: dict[tuple[int, int], CodeCache] = {}
+_NESTED = [0]  # compiled frames running now, one inside another (config.MAX_NESTED_FRAMES)
+_FRAMES_PER_NESTED_CALL = 8  # Python frames a compiled call nested at a break takes, at most
 _TOTAL = {"compiles": 0}
 
 
@@ -235,6 +237,34 @@ class CompiledFunction:
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         if config.DISABLE:
             return self._function(*args, **kwargs)
+        if _NESTED[0] >= config.MAX_NESTED_FRAMES:
+            return self._call_eagerly_when_nested(args, kwargs)
+        _NESTED[0] += 1
+        try:
+            return self._call_compiled(args, kwargs)
+        finally:
+            _NESTED[0] -= 1
+
+    def _call_eagerly_when_nested(self, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """Too many compiled frames inside one another (deep recursion through graph
+        breaks): run eagerly, with the recursion limit raised by what the compiled frames
+        below took beyond eager's one Python frame each, so the recursion goes as deep as
+        in eager."""
+        if _NESTED[0] > config.MAX_NESTED_FRAMES:  # the limit is raised already
+            return self._function(*args, **kwargs)
+        config.logger("recompiles").info("%s runs eagerly: %d compiled frames are running "
+                                         "inside one another (deep recursion)",
+                                         self._qualname(), _NESTED[0])
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + _FRAMES_PER_NESTED_CALL * config.MAX_NESTED_FRAMES)
+        _NESTED[0] += 1
+        try:
+            return self._function(*args, **kwargs)
+        finally:
+            _NESTED[0] -= 1
+            sys.setrecursionlimit(limit)
+
+    def _call_compiled(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         cache = cache_for(self._function, self._backend)
         symbolic_entries = []
         for entry in cache.entries:

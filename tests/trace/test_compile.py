@@ -668,3 +668,17 @@ def test_requires_grad_on_a_tensor_made_in_the_trace_gives_eagers_leaf():
     assert w.requires_grad and w.is_leaf and total.requires_grad
     total.backward()
     assert w.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def _countdown(x, n):
+    return x if n == 0 else _countdown(x + 1, n - 1)
+
+
+@pytest.mark.parametrize(("backend", "depth"), [("eager", 200), ("numba", 200), ("eager", 900)])
+def test_recursion_goes_as_deep_as_eager(backend, depth):
+    # each level through a graph break is a compiled frame of a few Python frames; past
+    # config.MAX_NESTED_FRAMES of them the rest runs eagerly, with the room they took
+    compiled = jg.compile(lambda x: _countdown(x, depth), backend=backend)
+    x = x8(shape=(3,))
+    assert_same(compiled(x), _countdown(x, depth))
+    assert_same(compiled(x * 2), _countdown(x * 2, depth))
