@@ -99,7 +99,7 @@ def test_user_mistake_raises_eagers_error(case, fullgraph):
     assert type(err) is type(expected) and str(err) == str(expected)
     assert chained_types(err) == chained_types(expected)  # not chained to the tracer's
     assert not any("jitgrad/trace/" in str(entry.path) and entry.name != "_run_eagerly"
-                   and entry.name not in ("__call__", "_call", "_compile_and_run")
+                   and entry.name not in ("__call__", "_call", "_call_compiled", "_compile_and_run")
                    for entry in excinfo.traceback)
     report = jg.explain(compiled)(*good_args())
     np.testing.assert_allclose(report.result.numpy(), fn(*good_args()).numpy(), rtol=1e-6)
