@@ -337,6 +337,30 @@ class FakeTensor(Tensor):
 
     nelement = numel
 
+    def stride(self, dim: int | None = None) -> Any:
+        """Strides in elements: products of the sizes after each dim when this tensor is
+        laid out in C order (SymInts where those sizes are symbolic); other layouts of a
+        symbolic tensor specialize its sizes (Note [Symbolic sizes])."""
+        strides = super().stride()
+        sym = self.__dict__.get("sym_shape")
+        if sym is not None:
+            products, step = [], 1
+            for size in reversed(sym):
+                products.append(step)
+                step = step * size
+            products.reverse()
+            if tuple(int.__int__(p) for p in products) == strides:
+                strides = tuple(products)
+            else:
+                for size in sym:
+                    symbolic.specialize(size)
+        return strides if dim is None else strides[normalize_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        for size in self.__dict__.get("sym_shape") or ():  # (depends on the sizes)
+            symbolic.specialize(size)
+        return super().storage_offset()
+
     def item(self) -> Any:
         raise DataDependentError("Tensor.item()")
 

@@ -316,3 +316,23 @@ def test_an_inplace_write_through_a_view_keeps_eagers_version_checks_at_every_si
         got.sum().backward()
         want.sum().backward()
         assert_same(a.grad, twin.grad)
+
+
+def test_strides_read_in_a_symbolic_trace_are_this_calls_strides():
+    # fuzz seed 930096: a printed stride() was the traced call's
+    seen = []
+
+    def f(a):
+        v = a.double() + 1
+        seen.append((v.stride(), v.stride(0)))
+        jg.graph_break()
+        return v.t().contiguous().stride(), v.t().stride()
+
+    compiled = jg.compile(f)
+    for n in (4, 6, 9, 13):
+        seen.clear()
+        got = compiled(rand(n, 3, seed=n))
+        assert seen == [((3, 1), 3)] and got == ((n, 1), (1, 3))
+    compiled = jg.compile(lambda a: (a * 2).t().stride(), dynamic=True)
+    for n in (4, 6, 9):
+        assert compiled(rand(3, n)) == (1, n)
