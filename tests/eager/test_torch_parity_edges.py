@@ -369,6 +369,17 @@ def test_gelu_of_infinity_is_the_formulas_not_torchs_vectorized_nan():
     np.testing.assert_array_equal(out.numpy(), [INF, NAN, 0.0])
 
 
+def test_layer_norm_of_a_row_whose_variance_overflows_is_zero_not_torchs_nan():
+    # eager's two passes in float32: the squared deviations overflow, the variance is inf
+    # and the row (x - mean) / sqrt(inf) = 0; torch 2.13's kernel gives NaN there. The
+    # fuzzer shims torch's value (tests.fuzz.torch_worker.TORCH_QUIRKS, fuzz seed 701709).
+    big = float(np.finfo(np.float32).max)
+    x = jg.tensor([[big, 1.5, -0.1, -big, -0.1], [1.0, 2.0, 3.0, 4.0, 5.0]])
+    out = F.layer_norm(x, (5,)).numpy()
+    np.testing.assert_array_equal(out[0], np.zeros(5, np.float32))
+    np.testing.assert_allclose(out[1], (np.arange(5) - 2) / np.sqrt(2 + 1e-5), rtol=1e-6)
+
+
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("shape, dim", [((2, 3, 0), 2), ((2, 0, 3), 2), ((0, 3), 1), ((2, 0), 0)])
 def test_softmax_of_an_empty_integer_tensor_is_empty_like_torch(fn, shape, dim):

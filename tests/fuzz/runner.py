@@ -33,17 +33,18 @@ bools exactly; dtypes, shapes, requires_grad, `.grad` None-ness and the builtin 
 exception exactly; inputs mutated in place are compared like outputs; what the program
 printed (SINK) exactly between jitgrad backends.
 
-Known deliberate differences from torch (tests.fuzz.torch_worker.TORCH_QUIRKS shims torch
-to the mathematical value so that programs reaching them still compare):
+Known deliberate differences from torch (tests.fuzz.torch_worker.TORCH_QUIRKS shims torch's
+values to jitgrad's, differentiated through torch's own op, so that programs reaching them
+still compare):
 - `F.gelu(+inf)` is NaN in torch's vectorized float32/float16 kernel (and for float64 in
   a one-element tensor), and gelu(x) for x > max / 2 is inf there ((1 + erf) * x * 0.5
   overflows); jitgrad and the formula give +inf and x. Gradients agree.
 - float32 `prod` of a slice holding a zero whose other factors overflow float32 when
   multiplied: torch multiplies in float32 vector lanes and gives NaN (inf * 0; which lanes
   overflow depends on the CPU's vector width), jitgrad multiplies in float64 and gives 0.
-- float32 `layer_norm` of rows whose squares overflow (|x| > 1.8e19): torch's float32
-  variance is inf and the results NaN; jitgrad's statistics are float64 (0 for a constant
-  row of 3e38, as in exact arithmetic).
+- float32 `layer_norm` of rows whose squares overflow (|x| > 1.8e19): torch's kernel
+  gives NaN rows; jitgrad computes eager's two passes in the input's dtype, so the
+  variance is inf and the row 0 (a constant row of 3e38 is 0 as in exact arithmetic).
 - An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
   requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
   requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed;

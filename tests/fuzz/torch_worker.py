@@ -49,15 +49,30 @@ def float64_statistics(torch, fn, needs):
     """`fn` computed in float64 and cast back for a float32/float16 input where `needs(x)`
     (the deliberate differences in tests.fuzz.runner: jitgrad accumulates these in float64,
     torch's float32 kernels overflow)."""
+    def wide(a):
+        return a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+
+    def in_float64(input, *args, **kwargs):
+        return fn(input.double(), *map(wide, args),
+                  **{k: wide(v) for k, v in kwargs.items()}).to(input.dtype)
+
+    return value_from(torch, fn, needs, in_float64)
+
+
+def value_from(torch, fn, needs, value_of):
+    """`fn`, whose values for a float32/float16 input where `needs(x)` are `value_of`'s."""
     def patched(input, *args, **kwargs):
         narrow = input.dtype in (torch.float32, torch.float16) and "dtype" not in kwargs
         if not narrow or not bool(needs(input)):
             return fn(input, *args, **kwargs)
-        def wide(a):
-            return a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-
-        return fn(input.double(), *map(wide, args),
-                  **{k: wide(v) for k, v in kwargs.items()}).to(input.dtype)
+        value = value_of(input, *args, **kwargs)
+        if not torch.is_grad_enabled() or not input.requires_grad:
+            return value
+        # the float64 value, differentiated through torch's own op on the input itself: it
+        # saves the input, so an in-place write to it after the op still makes backward
+        # raise (fuzz seed 701601: a.prod(1), then a.mul_() under no_grad)
+        out = fn(input, *args, **kwargs)
+        return value.detach() + torch.where(out.isfinite(), out - out.detach(), 0)
 
     return patched
 
@@ -75,10 +90,19 @@ def prod_in_float64(torch, fn):
         _finite_abs_max(x) > 1.0))
 
 
-def layer_norm_in_float64(torch, fn):
-    """layer_norm of rows whose squares overflow float32: torch's float32 variance is inf
-    (NaN results); jitgrad's statistics are float64 (the mathematical value)."""
-    return float64_statistics(torch, fn, lambda x: _finite_abs_max(x) > 1e18)
+def layer_norm_in_input_dtype(torch, fn):
+    """layer_norm of rows whose squares overflow float32: torch's kernel gives NaN rows;
+    jitgrad computes eager's two passes in the input's dtype, `(x - mean) / sqrt(var +
+    eps)` with the mean of the squared deviations, so an overflowing variance is inf and
+    the row 0 (fuzz seed 701709)."""
+    def two_pass(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+        dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+        centered = input - input.mean(dims, keepdim=True)
+        out = centered / torch.sqrt((centered * centered).mean(dims, keepdim=True) + eps)
+        out = out if weight is None else out * weight
+        return out if bias is None else out + bias
+
+    return value_from(torch, fn, lambda x: _finite_abs_max(x) > 1e18, two_pass)
 
 
 def _gelu(torch, fn):
@@ -87,7 +111,7 @@ def _gelu(torch, fn):
 
 # (namespace under torch, name) -> shim factory(torch, original)
 TORCH_QUIRKS = {("nn.functional", "gelu"): _gelu,
-                ("nn.functional", "layer_norm"): layer_norm_in_float64,
+                ("nn.functional", "layer_norm"): layer_norm_in_input_dtype,
                 ("", "prod"): prod_in_float64, ("Tensor", "prod"): prod_in_float64}
 
 
