@@ -339,10 +339,16 @@ def _overwritten_message(value: Any, saver: set[GraphNode | None]) -> str | None
     storage, version, writer = value.node.meta["overwritten"]
     if writer in saver:
         return None
-    producer = value.node.target
-    name = producer.node_class.__name__ if isinstance(producer, OpDef) else "graph"
-    return str(modified_error(value, f"output 0 of {forward_name(name)}", storage.bumps,
-                              version))
+    node = value.node
+    while node.target is OPS["with_history"]:  # the value stands for the tensor written
+        node = node.args[0]
+    if node.op == "placeholder":
+        where = "a leaf Tensor"
+    else:
+        producer = node.target
+        name = producer.node_class.__name__ if isinstance(producer, OpDef) else "graph"
+        where = f"output 0 of {forward_name(name)}"
+    return str(modified_error(value, where, storage.bumps, version))
 
 
 def _as_graph_value(grad: Tensor, recorder: OpRecorder) -> FakeTensor:

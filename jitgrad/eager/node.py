@@ -213,8 +213,15 @@ class SavedValues:
         from jitgrad.eager.tensor import Tensor
 
         t = value if isinstance(value, Tensor) else output(0)
-        where = "a leaf Tensor" if t.grad_fn is None else \
-            f"output 0 of {forward_name(t.grad_fn.name())}"
+        grad_fn = t.grad_fn
+        while grad_fn is not None and grad_fn.name() == "WithHistoryBackward":
+            # a compiled graph's stand-in for a tensor written unseen by autograd: the
+            # error names that tensor, as eager's does (jitgrad/eager/ops/shape.py)
+            grad_fn = grad_fn.next_functions[0][0]
+            if type(grad_fn).__name__ == "AccumulateGrad":
+                grad_fn = None
+        where = "a leaf Tensor" if grad_fn is None else \
+            f"output 0 of {forward_name(grad_fn.name())}"
         if not isinstance(value, Tensor):
             where = f"output 0 of {forward_name(node.name())}"
         raise modified_error(t, where, t._version, self.versions[i])

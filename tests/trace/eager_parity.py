@@ -10,6 +10,7 @@ Used by tests/trace (backend "eager": capture) and tests/codegen (backend "numba
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -95,10 +96,12 @@ def run(program: Callable[..., Any], make_inputs: Callable[[], list[Any]],
 
 
 def assert_matches_eager(program: Callable[..., Any], make_inputs: Callable[[], list[Any]],
-                         backend: str, words: str | None = None, **kwargs: Any) -> Outcome:
+                         backend: str, words: str | None = None, same_names: bool = False,
+                         **kwargs: Any) -> Outcome:
     """Run `program` compiled with `backend` and eagerly; assert the outcomes agree.
 
-    words: text every error (if any) must contain, e.g. "modified by an inplace operation".
+    words: text every error (if any) must contain, e.g. "modified by an inplace operation";
+    same_names: the saved tensor such an error names must be eager's too.
     Returns the eager outcome (for tests that also check it against a known value).
     """
     jg.reset()
@@ -111,6 +114,9 @@ def assert_matches_eager(program: Callable[..., Any], make_inputs: Callable[[], 
             assert got[0] is want[0], f"{what}: compiled {got}, eager {want}"
             if words is not None:
                 assert words in got[1] and words in want[1], (got, want)
+                # the tensor the error names, as eager names it ("a leaf Tensor", "output
+                # 0 of Mul"), not a graph's internal op
+                assert not same_names or _named(got[1]) == _named(want[1]), (got, want)
     assert compiled.grad_mode_after == eager.grad_mode_after
     assert len(compiled.outputs) == len(eager.outputs)
     for kind in ("outputs", "inputs"):
@@ -118,6 +124,12 @@ def assert_matches_eager(program: Callable[..., Any], make_inputs: Callable[[], 
                                             strict=True)):
             _assert_same_state(got, want, f"{kind}[{k}]")
     return eager
+
+
+def _named(message: str) -> str | None:
+    """What a "modified by an inplace operation" error says the saved tensor is."""
+    found = re.search(r"\], which is (.*?), is at version", message)
+    return found.group(1) if found else None
 
 
 def _assert_same_state(got: dict[str, Any], want: dict[str, Any], where: str) -> None:
