@@ -482,12 +482,17 @@ class CompiledFunction:
             return _output_expr(var, outputs, env, input_names)
 
         write_back = env.const(side_effects.write_back, "write_back")
-        replay = [f"{write_back}({input_names[m.source]}, "
-                  f"__out[{outputs.index(m.fake.output_node())}], {m.writes})"
-                  for m in result.mutations]
+        # an input's in-place view ops first: its write-back has the shape they give it
+        # (Note [In-place view ops] in fake.py)
+        replay = [f"{input_names[source]}.{name}(*{env.const(args)}, **{env.const(kwargs)})"
+                  for source, name, args, kwargs in result.view_ops]
+        replay += [f"{write_back}({input_names[m.source]}, "
+                   f"__out[{outputs.index(m.fake.output_node())}], {m.writes})"
+                   for m in result.mutations]
         # a write-back raises what the in-place op raises in eager (e.g. into a leaf that
         # requires grad): at that op's line (Note [Errors at the user's line])
-        locations = [m.fake.output_node().meta.get("source") for m in result.mutations]
+        locations = [None] * len(result.view_ops) + [
+            m.fake.output_node().meta.get("source") for m in result.mutations]
         replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
         locations += [None] * (len(replay) - len(locations))
         if plan is None:

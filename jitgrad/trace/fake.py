@@ -40,8 +40,8 @@ Refused, so the instruction runs eagerly at a graph break (or raises eager's err
   on later calls): the frame runs eagerly (`INPLACE_ON_ALIASED_INPUT`);
 - `x[i] = v` with an index mixing slices and index tensors: `UNSUPPORTED_INDEX` (other
   indices record `index_put`);
-- an in-place op changing the shape (`squeeze_`, `unsqueeze_`, `transpose_`, `resize_`):
-  `INPLACE_SHAPE_CHANGE`.
+- an in-place op changing the shape of a tensor other values see, and `resize_`:
+  `INPLACE_SHAPE_CHANGE` (Note [In-place view ops]).
 Tensors made inside the graph may be written in place freely, with or without grad.
 
 Writes autograd does not see: a write under no_grad, or through a `.data`/`.detach()`
@@ -167,7 +167,8 @@ class FakeStorage:
     not see. See Note [Functionalized in-place ops].
     """
 
-    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors", "history")
+    __slots__ = ("node", "input", "outside", "written", "bumps", "tensors", "history",
+                 "view_ops")
 
     def __init__(self, node: GraphNode) -> None:
         self.node = node
@@ -177,6 +178,8 @@ class FakeStorage:
         self.written = False
         self.bumps = 0
         self.tensors: list[FakeTensor] = []
+        # an input's in-place view ops (name, args, kwargs), replayed on it after the graph
+        self.view_ops: list[tuple[str, tuple, dict]] = []
 
 
 class FakeTensor(Tensor):
@@ -548,16 +551,62 @@ def _install_functional_methods() -> None:
 
 _install_functional_methods()
 
-# in-place ops that change a tensor's shape or storage: a FakeTensor's value is a node of a
-# fixed shape, so these run eagerly at a graph break (their result then enters the rest)
+# in-place ops that change a tensor's shape or storage. The view ones are functionalized
+# on a tensor made in the trace that nothing else sees (Note [In-place view ops]); on other
+# tensors, and resize_ always, they run eagerly at a graph break
 SHAPE_CHANGING_INPLACE = ("squeeze_", "unsqueeze_", "transpose_", "resize_")
+_IN_PLACE_VIEWS = {"squeeze_": "squeeze", "unsqueeze_": "unsqueeze", "transpose_": "transpose"}
+
+
+# Note [In-place view ops]: `h.unsqueeze_(0)` makes `h` its own view in eager: the same
+# storage, a new shape, the view op as its grad_fn, and its version bumped (a value saved
+# before then raises "modified by an inplace operation" in backward). Traced, the
+# out-of-place view op is recorded and the FakeTensor object itself takes its value, shape
+# and history, so every Var holding `h` sees the change; the value it had is marked
+# overwritten, as any in-place write marks it. That is only eager's meaning when nothing
+# else sees h's memory: h is not a view made in the trace, has no views, aliases (`.data`,
+# `.detach()`) or write unseen by autograd. A graph input qualifies too (not a leaf that
+# requires grad, for which eager raises): the runner replays the op on the caller's
+# tensor after the graph, before any write-back into it (the replay bumps its version,
+# so the write-back counts the other writes only). Otherwise the op runs at a break.
+def _view_in_place(tensor: FakeTensor, name: str, args: tuple, kwargs: dict) -> FakeTensor:
+    storage = tensor.storage
+    view = getattr(Tensor, _IN_PLACE_VIEWS[name])(tensor, *args, **kwargs)
+    node = view.storage.node
+    _mark_overwritten(tensor, [], node)
+    storage.bumps += 1
+    if storage.input is not None:  # the caller's tensor changes shape too
+        storage.view_ops.append((name, args, kwargs))
+    tensor._data = view._data
+    tensor._requires_grad = view._requires_grad
+    storage.node = node
+    node.meta["val"] = tensor
+    if view.__dict__.get("sym_shape") is not None:
+        tensor.__dict__["sym_shape"] = view.__dict__["sym_shape"]
+    else:
+        tensor.__dict__.pop("sym_shape", None)
+    return tensor
+
+
+def _only_seen_here(tensor: FakeTensor) -> bool:
+    storage = tensor.storage
+    if storage.input is not None:
+        real = storage.input[1]
+        if real._requires_grad and real._grad_fn is None and STATE.enabled:
+            return False  # eager raises: a leaf that requires grad
+    return (tensor._view is None and not storage.outside
+            and storage.history is None and storage.tensors == [tensor]
+            and not isinstance(tensor, FakeNumber) and not views_of(storage.node.graph, storage))
 
 
 def _shape_changing_method(name: str) -> Callable[..., Any]:
     def method(self: FakeTensor, *args: Any, **kwargs: Any) -> Any:
+        if name in _IN_PLACE_VIEWS and STATE.recorder is not None and _only_seen_here(self):
+            return _view_in_place(self, name, args, kwargs)
         raise Unsupported("INPLACE_SHAPE_CHANGE", f"{name}() changes the shape of a traced "
-                          "tensor in place", f"use the out-of-place {name[:-1]}() and rebind "
-                          "the name to keep it in the graph")
+                          "tensor that other values see (an input, a view, or a tensor with "
+                          "views or aliases)", f"use the out-of-place {name[:-1]}() and "
+                          "rebind the name to keep it in the graph")
 
     method.__name__ = method.__qualname__ = name
     return method

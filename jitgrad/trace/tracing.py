@@ -151,6 +151,9 @@ class TraceResult:
     side_effects: SideEffects | None = None
     mutations: list[Mutation] = dataclasses.field(default_factory=list)
     shape_env: ShapeEnv = dataclasses.field(default_factory=ShapeEnv)
+    # in-place view ops on inputs, (source, name, args, kwargs) in program order per input
+    # (Note [In-place view ops] in fake.py)
+    view_ops: list[tuple[Source, str, tuple, dict]] = dataclasses.field(default_factory=list)
 
 
 class TraceContext:
@@ -373,7 +376,9 @@ class TraceContext:
                 raise Unsupported("INPLACE_ON_ALIASED_INPUT", f"in-place write to "
                                   f"{source.name()}, whose memory another input shares",
                                   "pass one tensor once, or clone() one of them")
-            found.append(Mutation(source, self._input_fakes[source], storage.bumps))
+            # (its in-place view ops bump the real tensor's version when replayed)
+            found.append(Mutation(source, self._input_fakes[source],
+                                  storage.bumps - len(storage.view_ops)))
         return found
 
     # ----- tensors read through their sources ---------------------------------------------
@@ -725,6 +730,8 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
         if STATE.enabled != entry_mode:
             set_grad_mode(entry_mode)
     ctx.guard_sizes()
+    view_ops = [(source, *op) for source, fake in ctx._input_fakes.items()
+                for op in fake.storage.view_ops]
     return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
                        tx if tx.stopped else None, frozenset(ctx.number_sources),
-                       ctx.side_effects, ctx.mutated_inputs(), ctx.shape_env)
+                       ctx.side_effects, ctx.mutated_inputs(), ctx.shape_env, view_ops)

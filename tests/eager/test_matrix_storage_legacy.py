@@ -133,7 +133,8 @@ def test_matrix_ops_compile_in_one_graph_with_eager_gradients(backend):
     assert report.graph_count == 1 and report.graph_break_count == 0
 
 
-def test_in_place_shape_changes_break_the_graph_and_keep_eager_values():
+def test_in_place_shape_changes_stay_in_the_graph_and_keep_eager_values():
+    # functionalized (Note [In-place view ops] in jitgrad/trace/fake.py); resize_ breaks
     def step(x):
         y = x * 2
         y.transpose_(0, 1)
@@ -143,8 +144,7 @@ def test_in_place_shape_changes_break_the_graph_and_keep_eager_values():
 
     x = _f64(2, 3)
     report = jg.explain(step)(x)
-    assert [r.kind for r in report.break_reasons] == ["INPLACE_SHAPE_CHANGE"] * 2
-    assert report.graph_count == 3
+    assert report.graph_break_count == 0 and report.graph_count == 1
     x.grad = None
     expected = step(x)
     expected.sum().backward()

@@ -440,3 +440,103 @@ def test_item_assignment_through_a_mask_breaks_with_eager_values():
         out = compile_eager(f)(x)
     assert [r.kind for r in report.break_reasons] == ["TENSOR_TO_PYTHON"]
     assert_same_tensor(out, f(x))
+
+
+# ----- in-place view ops (Note [In-place view ops]) --------------------------------------------
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_in_place_view_ops_on_an_intermediate_stay_in_the_graph(backend):
+    def f(x):
+        h = x * 2
+        h.unsqueeze_(0)
+        y = h.sum(1)
+        h.squeeze_(0)
+        h.transpose_(0, 1)
+        return h + 1, y, h.shape
+
+    report = jg.explain(f)(jg.tensor(data()))
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    compiled = jg.compile(f, backend=backend)
+    a, b = pair(data(), requires_grad=True)
+    got, want = compiled(a), f(b)
+    assert got[2] == want[2] == jg.Size((3, 2))
+    for g, w in zip(got[:2], want[:2], strict=True):
+        assert g.shape == w.shape and g.stride() == w.stride()
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-6)
+    (got[0].sum() + got[1].sum()).backward()
+    (want[0].sum() + want[1].sum()).backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+def test_an_in_place_view_op_bumps_the_version_of_a_value_saved_before(backend):
+    def f(x, w):
+        h = x * w
+        s = h.sin()  # saves h
+        h.unsqueeze_(0)
+        return s
+
+    for fn in (jg.compile(f, backend=backend), f):
+        x, w = jg.tensor(data(shape=(3,)), requires_grad=True), jg.tensor(data(1, (3,)))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            fn(x, w).sum().backward()
+
+
+def test_in_place_view_ops_on_an_input_change_the_callers_tensor_as_eager():
+    def f(x):
+        x.unsqueeze_(0)
+        x.add_(1)
+        x.transpose_(0, 1)
+        return x * 2
+
+    a, b = pair(data())
+    with watch() as seen:
+        got = compile_eager(f)(a)
+    want = f(b)
+    assert seen.graph_count == 1 and seen.graph_break_count == 0
+    assert a.shape == b.shape == (2, 1, 3) and a.stride() == b.stride()
+    assert a._version == b._version == 3
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_an_in_place_view_op_on_a_leaf_that_requires_grad_raises_eagers_error():
+    def f(w):
+        w.unsqueeze_(0)
+        return w
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            compile_eager(f)(jg.ones(3, requires_grad=True))
+
+
+def test_in_place_views_and_a_print_in_a_helper_take_torchs_graph_count():
+    # torch.compile: 3 graphs, 2 breaks; the in-place view ops are no longer breaks
+    def helper(h):
+        print("in helper", end="")
+        return h * 2
+
+    def f(x):
+        h = x + 1
+        h.unsqueeze_(0)
+        h = helper(h)
+        h.squeeze_(0)
+        return h.relu()
+
+    report = jg.explain(f)(jg.tensor(data()))
+    assert report.graph_count == 3 and report.graph_break_count == 2
+    a, b = pair(data())
+    np.testing.assert_array_equal(compile_eager(f)(a).numpy(), f(b).numpy())
+
+
+def test_resize_in_place_still_breaks_the_graph_with_eagers_values():
+    def f(x):
+        h = x * 2
+        h.resize_(6)
+        return h + 1
+
+    report = jg.explain(f)(jg.tensor(data()))
+    assert [r.kind for r in report.break_reasons] == ["INPLACE_SHAPE_CHANGE"]
+    a, b = pair(data())
+    np.testing.assert_array_equal(compile_eager(f)(a).numpy(), f(b).numpy())
