@@ -61,6 +61,8 @@ def float64_statistics(torch, fn, needs):
 
 def value_from(torch, fn, needs, value_of):
     """`fn`, whose values for a float32/float16 input where `needs(x)` are `value_of`'s."""
+    value_of_out = _value_of_class(torch)
+
     def patched(input, *args, **kwargs):
         narrow = input.dtype in (torch.float32, torch.float16) and "dtype" not in kwargs
         if not narrow or not bool(needs(input)):
@@ -68,13 +70,28 @@ def value_from(torch, fn, needs, value_of):
         value = value_of(input, *args, **kwargs)
         if not torch.is_grad_enabled() or not input.requires_grad:
             return value
-        # the float64 value, differentiated through torch's own op on the input itself: it
+        # the shimmed value, differentiated as torch's own op on the input itself: that op
         # saves the input, so an in-place write to it after the op still makes backward
-        # raise (fuzz seed 701601: a.prod(1), then a.mul_() under no_grad)
-        out = fn(input, *args, **kwargs)
-        return value.detach() + torch.where(out.isfinite(), out - out.detach(), 0)
+        # raise (fuzz seed 701601: a.prod(1), then a.mul_() under no_grad), and its
+        # gradient is torch's, NaN and inf included (seed 950445)
+        return value_of_out.apply(fn(input, *args, **kwargs), value.detach())
 
     return patched
+
+
+def _value_of_class(torch):
+    class ValueOf(torch.autograd.Function):
+        """`value` forward; backward: the gradient goes to `out` as it is."""
+
+        @staticmethod
+        def forward(ctx, out, value):
+            return value.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+
+    return ValueOf
 
 
 def _finite_abs_max(x):
