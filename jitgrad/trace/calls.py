@@ -473,6 +473,16 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
         if not args:
             return user_objects.zero_argument_super(tx)
         return SuperVar(constant(tx, args[0]), args[1])
+    if value is builtins.__build_class__ and len(args) >= 2:
+        bases = tuple(constant(tx, b) for b in args[2:])
+        return user_objects.build_class(tx, args[0], constant(tx, args[1]), bases, kwargs)
+    if user_objects.decorates_local(value, args):
+        return user_objects.decorate(value, args, {k: constant(tx, v) for k, v in kwargs.items()})
+    if value is builtins.__build_class__ and len(args) >= 2:
+        bases = tuple(constant(tx, b) for b in args[2:])
+        return user_objects.build_class(tx, args[0], constant(tx, args[1]), bases, kwargs)
+    if user_objects.decorates_local(value, args):
+        return user_objects.decorate(value, args, {k: constant(tx, v) for k, v in kwargs.items()})
     if disabled.is_allowed_in_graph(value):
         if fn.source is not None:
             tx.ctx.guard_identity(fn)

@@ -42,7 +42,7 @@ from typing import Any
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines
+from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines, user_objects
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.dynamic import SymbolicGraph, signature, size_expr
@@ -803,6 +803,10 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         cls, args, kwargs = var.factory
         return f"{env.const(cls)}(*{env.const(args)}, **{env.const(kwargs)})"
     if isinstance(var, (ConstVar, ObjectVar)):
+        if user_objects.is_local(var.value):  # Note [Classes defined in traced code]
+            raise Unsupported("UNSUPPORTED_VALUE", "a class defined in the compiled function "
+                              "(or its method) leaves it", "define the class outside the "
+                              "compiled function, or keep it inside")
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, UserObjectVar):  # Note [Objects made in traced code]
         raise Unsupported("UNSUPPORTED_VALUE", f"a {var.cls.__qualname__} object made in the "

@@ -27,7 +27,7 @@ from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.legacy_types import LegacyTensorType
 from jitgrad.eager.ops import declare
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import bytecode
+from jitgrad.trace import bytecode, user_objects
 from jitgrad.trace.fake import (
     FakeArray,
     FakeNumber,
@@ -550,6 +550,9 @@ class TraceContext:
 
     def inline_function(self, tx: Translator, fn: types.FunctionType, fn_var: Any,
                         args: list[Var], kwargs: dict[str, Var]) -> Var:
+        nested = user_objects.nested_of(fn)
+        if nested is not None:  # a method of a class the trace defined: the trace's cells
+            return self.inline(tx, nested, args, kwargs)
         source = fn_var.source if fn_var is not None else None
         if source is not None:
             self._guard("CODE_MATCH", source, fn.__code__)
@@ -567,6 +570,21 @@ class TraceContext:
         elif fn.__globals__ is tx.f_globals:
             global_source = tx.global_source
         return self.inline(tx, nested, args, kwargs, global_source)
+
+    def run_class_body(self, tx: Translator, body: NestedFunctionVar) -> tuple[dict, Any]:
+        """Run a class statement's body; its namespace (names -> Vars) and `__class__` cell
+        (Note [Classes defined in traced code] in user_objects.py)."""
+        if tx.depth + 1 > MAX_INLINE_DEPTH:
+            raise Unsupported("INLINE_TOO_DEEP", f"calls nested more than {MAX_INLINE_DEPTH} "
+                              "deep (recursion?)")
+        code = body.code
+        cells = dict(zip(code.co_freevars, body.closure, strict=True))
+        global_source = tx.global_source if body.globals is tx.f_globals else None
+        child = Translator(self, code, body.globals, {}, cells, tx.depth + 1, global_source)
+        location = self.recorder.location
+        child.run()
+        self.recorder.location = location
+        return child.locals, child.cells.get("__class__")
 
     def inline(self, tx: Translator, fn: NestedFunctionVar, args: list[Var],
                kwargs: dict[str, Var], global_source: Any = None) -> Var:

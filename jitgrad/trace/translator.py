@@ -13,6 +13,7 @@ pointer goes back, the iterator Var advances. `MAX_INSTRUCTIONS` caps the work p
 
 from __future__ import annotations
 
+import builtins
 import dis
 import linecache
 import operator
@@ -34,6 +35,7 @@ from jitgrad.trace.variables import (
     ListVar,
     NestedFunctionVar,
     NullVar,
+    ObjectVar,
     TupleVar,
     Var,
 )
@@ -217,6 +219,20 @@ class Translator:
     def LOAD_CLOSURE(self, inst: dis.Instruction) -> None:
         self.push(self.cells[inst.argval])
 
+    # a class body's namespace (Note [Classes defined in traced code] in user_objects.py)
+    def LOAD_NAME(self, inst: dis.Instruction) -> None:
+        value = self.locals.get(inst.argval)
+        self.push(value if value is not None else self.ctx.load_global(self, inst.argval))
+
+    def STORE_NAME(self, inst: dis.Instruction) -> None:
+        self.locals[inst.argval] = self.pop()
+
+    def SETUP_ANNOTATIONS(self, inst: dis.Instruction) -> None:
+        self.locals.setdefault("__annotations__", DictVar({}))
+
+    def LOAD_BUILD_CLASS(self, inst: dis.Instruction) -> None:
+        self.push(ObjectVar(builtins.__build_class__))
+
     def LOAD_GLOBAL(self, inst: dis.Instruction) -> None:
         if inst.arg & 1:
             self.push(NullVar())
@@ -294,8 +310,8 @@ class Translator:
         if inst.arg & 0x02:
             kwdefaults = dict(self.pop().items)
         defaults: tuple = ()
-        if inst.arg & 0x01:
-            defaults = tuple(self.pop().items)
+        if inst.arg & 0x01:  # a tuple built at run time, or a constant one
+            defaults = tuple(calls.unpack_iterable(self, self.pop()))
         self.push(NestedFunctionVar(code, self.f_globals, defaults, kwdefaults, closure))
 
     def RETURN_VALUE(self, inst: dis.Instruction) -> None:

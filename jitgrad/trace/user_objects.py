@@ -21,6 +21,18 @@ modelled: no metaclass, no `__new__`, `__getattr__`, `__getattribute__` or
 refusing them), no builtin base but `object`, defined in user code; calling any other
 class falls back as before.
 
+Note [Classes defined in traced code]: a `class` statement in the traced frame (or an
+inlined callee) runs its body symbolically: STORE_NAME fills a namespace of Vars, the
+methods are NestedFunctionVars closing over the frame's own cells. The class is then made
+for real from that namespace, each method a real function whose code is the method's and
+whose cells are empty: `_LOCAL_FUNCTIONS` maps it back to its NestedFunctionVar, so an
+inlined call of it runs with the trace's cells, and a method appending to a list of the
+frame appends to the trace's ListVar. `property`, `staticmethod`, `classmethod` and the
+`dataclasses` decorators run for real on those functions and classes; a `__class__` cell
+(zero-argument `super()`) holds the new class. Instances are objects made in traced code
+as above. The class is the trace's own: it must not leave the graph (eager makes a new
+class each call), so a class or method that would is refused (the frame runs eagerly).
+
 A namedtuple class called in traced code binds its arguments to its fields (with the
 field defaults) and gives the TupleVar with that class, as real code's namedtuple
 results are modelled. `super()` (zero-argument, in an inlined method, or
@@ -30,14 +42,19 @@ after `cls` in the MRO of the object's class, bound to the object.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
+import weakref
 from typing import Any
 
 from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.sources import AttrSource
 from jitgrad.trace.variables import (
+    CellVar,
     ConstVar,
+    DictVar,
+    NestedFunctionVar,
     ObjectVar,
     SuperVar,
     TupleVar,
@@ -45,6 +62,90 @@ from jitgrad.trace.variables import (
     UserObjectVar,
     Var,
 )
+
+# Note [Classes defined in traced code]
+_LOCAL_FUNCTIONS: weakref.WeakKeyDictionary[types.FunctionType, NestedFunctionVar] = \
+    weakref.WeakKeyDictionary()
+_LOCAL_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
+_DECORATORS = (property, staticmethod, classmethod)
+
+
+def build_class(tx: Any, body: Var, name: str, bases: tuple, kwargs: dict[str, Var]) -> Var:
+    """`class name(*bases): body` run in the trace (Note [Classes defined in traced code])."""
+    if kwargs:
+        raise Unsupported("UNSUPPORTED_CALL", f"class {name} with keywords (a metaclass)")
+    if not isinstance(body, NestedFunctionVar):
+        raise Unsupported("UNSUPPORTED_CALL", f"class {name} built from a {type(body).__name__}")
+    names, class_cell = tx.ctx.run_class_body(tx, body)
+    namespace = {key: _made_attribute(key, var) for key, var in names.items()
+                 if key != "__classcell__"}
+    cls = types.new_class(name, bases, {}, lambda ns: ns.update(namespace))
+    _LOCAL_CLASSES.add(cls)
+    if isinstance(class_cell, CellVar):
+        class_cell.contents = ObjectVar(cls)
+    return ObjectVar(cls)
+
+
+def _made_attribute(name: str, var: Var) -> Any:
+    if isinstance(var, NestedFunctionVar):
+        return local_function(var)
+    if isinstance(var, (ConstVar, ObjectVar)):
+        return var.value
+    if isinstance(var, DictVar) and name == "__annotations__":
+        return {key: _made_attribute(name, value) for key, value in var.items.items()}
+    raise Unsupported("UNSUPPORTED_VALUE", f"the class attribute {name} is a "
+                      f"{type(var).__name__} (a class body may hold constants and functions)")
+
+
+def local_function(var: NestedFunctionVar) -> types.FunctionType:
+    """A real function for a method of a class defined in the trace (see the Note)."""
+    def constant(v: Var) -> Any:
+        if not isinstance(v, ConstVar):
+            raise Unsupported("UNSUPPORTED_VALUE", "a default of a method defined in the "
+                              "trace that is not a constant")
+        return v.value
+
+    code = var.code
+    fn = types.FunctionType(code, var.globals, code.co_name,
+                            tuple(constant(v) for v in var.defaults) or None,
+                            tuple(types.CellType() for _ in var.closure) or None)
+    fn.__kwdefaults__ = {k: constant(v) for k, v in var.kwdefaults.items()} or None
+    fn.__qualname__ = code.co_qualname
+    _LOCAL_FUNCTIONS[fn] = var
+    return fn
+
+
+def nested_of(fn: Any) -> NestedFunctionVar | None:
+    """The NestedFunctionVar a method of a class defined in the trace stands for."""
+    return _LOCAL_FUNCTIONS.get(fn) if isinstance(fn, types.FunctionType) else None
+
+
+def is_local(value: Any) -> bool:
+    """A class defined in the trace, or one of its methods (they must not leave it)."""
+    if isinstance(value, types.MethodType):
+        value = value.__func__
+    return (isinstance(value, type) and value in _LOCAL_CLASSES) or nested_of(value) is not None
+
+
+def decorates_local(value: Any, args: list[Var]) -> bool:
+    """A decorator of a class body (`property`, `x.setter`, `staticmethod`, `classmethod`,
+    `dataclasses.dataclass`) applied to what the trace defined: run for real."""
+    if not all(isinstance(a, NestedFunctionVar) or isinstance(a, ObjectVar) and
+               is_local(a.value) or isinstance(a, ConstVar) for a in args):
+        return False
+    if getattr(value, "__module__", None) == dataclasses.__name__:  # `dataclass(frozen=True)`
+        return True                                                  # too: a decorator
+    owner = getattr(value, "__self__", None)
+    return bool(args) and (value in _DECORATORS or isinstance(owner, property))
+
+
+def decorate(value: Any, args: list[Var], kwargs: dict[str, Any]) -> Var:
+    real = [local_function(a) if isinstance(a, NestedFunctionVar) else a.value for a in args]
+    result = value(*real, **kwargs)
+    if isinstance(result, type):
+        _LOCAL_CLASSES.add(result)
+    return ObjectVar(result)
+
 
 _OWN_ATTRIBUTE_HOOKS = ("__new__", "__getattr__", "__getattribute__", "__setattr__",
                         "__delattr__")

@@ -267,3 +267,91 @@ def test_assigning_a_field_of_a_frozen_dataclass_raises_eagers_error():
 
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'scale'"):
         jg.compile(assign)(jg.ones(2))
+
+
+# ----- classes defined in traced code (Note [Classes defined in traced code]) ----------------
+
+def local_class_mutating_closure_state(x):
+    log = []
+
+    class Counter:
+        scale = 2.0
+
+        def __init__(self, start=0):
+            self.n = start
+
+        def add(self, v):
+            self.n += 1
+            log.append(self.n)  # the frame's own list, through the method's closure
+            return v * self.scale
+
+        @property
+        def twice(self):
+            return self.n * 2
+
+        @twice.setter
+        def twice(self, value):
+            self.n = value // 2
+
+        @staticmethod
+        def offset():
+            return 0.5
+
+        @classmethod
+        def make(cls):
+            return cls(10)
+
+    class Shifted(Counter):
+        def add(self, v):
+            return super().add(v) + self.offset()
+
+    counter = Shifted.make()
+    y = counter.add(x) + counter.add(x * 3)
+    counter.twice = 40
+    return y * counter.twice + len(log) + log[-1]
+
+
+def local_dataclass(x):
+    @dataclasses.dataclass
+    class Params:
+        weight: float
+        bias: float = 1.0
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        k: float
+
+    p = Params(3.0)
+    return x * p.weight + p.bias + Frozen(2.0).k
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("program", [local_class_mutating_closure_state, local_dataclass],
+                         ids=lambda p: p.__name__)
+def test_a_class_defined_in_the_compiled_function_is_traced(program, backend):
+    x = jg.randn(3, requires_grad=True)
+    want = program(x)
+    (want_grad,) = jg.autograd.grad(want.sum(), x)
+    got = jg.compile(program, backend=backend, fullgraph=True)(x)
+    (got_grad,) = jg.autograd.grad(got.sum(), x)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got_grad.numpy(), want_grad.numpy(), rtol=1e-6)
+    report = jg.explain(program)(x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def test_a_class_defined_in_the_compiled_function_that_leaves_it_runs_eagerly():
+    def make(x):
+        class Box:
+            def __init__(self, v):
+                self.v = v
+
+        return x * 2, Box
+
+    got, box = jg.compile(make)(jg.ones(2))
+    want, other = make(jg.ones(2))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert box is not other and box.__name__ == "Box"  # a new class each call, as eager
+    jg.reset()  # (the frame's cache says it runs eagerly now)
+    with pytest.raises(jg.CompileError, match="a class defined in the compiled function"):
+        jg.compile(make, fullgraph=True)(jg.ones(2))
