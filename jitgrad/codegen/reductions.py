@@ -586,7 +586,15 @@ def _max_steps(source: _Source, signed: bool = False, nan_check: bool = True
     """
     t = _typed(source)
     value = f"v * {t}(scalars[1])" if signed else "v"
-    steps = [_code(f"mx = {t}(-np.inf)"), _Step([f"mx = _maxnum(mx, {value})"], is_pass=True)]
+    if any("mathlib." in line for line in source.prologue_body()):
+        # LLVM's loop vectorizer (llvmlite 0.49, 0.50) aborts the process on maxnum
+        # reductions of some math library results (cos, sin, erf: "VPlan cost model and
+        # legacy cost model disagreed"): these reduce with a compare and select, which
+        # ignores NaN as maxnum does and is not vectorized
+        combine = f"mx = {value} if {value} > mx else mx"
+    else:
+        combine = f"mx = _maxnum(mx, {value})"
+    steps = [_code(f"mx = {t}(-np.inf)"), _Step([combine], is_pass=True)]
     if nan_check:
         steps += [_code(f"chk = {t}(0.0)", "has_nan = False"),
                   _Step(["chk = _accumulate(chk, v)"], is_pass=True),

@@ -355,3 +355,23 @@ def test_the_rows_variant_takes_dense_rows_and_reads_row_constants_once(layout, 
     taken = [plan[-1] for c in produced for k in c.kernels
              if isinstance(k, reductions.ReductionKernel) for plan in k._plans.values()]
     assert taken == [variant, variant]
+
+
+# LLVM's loop vectorizer (llvmlite 0.49, 0.50) aborted the process on maxnum reductions of
+# some math library results (fuzz seed 960233: log_softmax(a.cos()) of a bool `a`); a max
+# pass over values computed with the math library reduces with a compare and select. The
+# functions and inputs that aborted, contiguous and strided, in a max and in a softmax:
+ABORTED = [("cos", np.bool_), ("cos", np.float32), ("sin", np.bool_), ("erf", np.float32)]
+
+
+@pytest.mark.parametrize(("name", "dtype"), ABORTED, ids=lambda v: getattr(v, "__name__", v))
+def test_max_reductions_of_math_functions_compile_and_match_eager(name, dtype):
+    fn = getattr(jg, name)
+    data = np.random.default_rng(0).uniform(0.1, 2.0, (3, 10)).astype(dtype)
+    compiled_max, produced = compile_numba(lambda t: fn(t).amax(-1))
+    compiled_softmax, _ = compile_numba(lambda t: F.softmax(fn(t), -1))
+    for x in (jg.tensor(data), jg.tensor(data)[:, ::2]):
+        np.testing.assert_allclose(compiled_max(x).numpy(), fn(x).amax(-1).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(compiled_softmax(x).numpy(), F.softmax(fn(x), -1).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert produced  # the max ran in a compiled kernel
