@@ -226,12 +226,14 @@ def cat_stack(g) -> bool:
     b = g.pick(lambda t: t.shape == g.env[a].shape) or a
     v = g.new_name()
     exact = g.exact.get(a, False) and g.exact.get(b, False)
+    # torch's cat and stack give C-contiguous results, numpy's may keep an F-ordered
+    # input's layout (fuzz seed 962220: a view of a clone of it was then a copy)
     if g.rng.random() < 0.5:
         d = g.rng.randrange(-g.env[a].dim(), g.env[a].dim())
         return g.try_add(f"{v} = torch.cat([{a}, {b} * 2], dim={d})",
-                         f"{v} = np.concatenate([{a}, {b} * 2], axis={d})", {v: exact},
+                         f"{v} = c_order(np.concatenate([{a}, {b} * 2], axis={d}))", {v: exact},
                          "cat_stack")
-    return g.try_add(f"{v} = torch.stack([{a}, {b}])", f"{v} = np.stack([{a}, {b}])",
+    return g.try_add(f"{v} = torch.stack([{a}, {b}])", f"{v} = c_order(np.stack([{a}, {b}]))",
                      {v: exact}, "cat_stack")
 
 
