@@ -27,7 +27,7 @@ import numpy as np
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Size, Tensor
 from jitgrad.trace import report, symbolic
-from jitgrad.trace.fake import run_eagerly
+from jitgrad.trace.fake import number_tensor, run_eagerly
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.sources import SizeSource, Source
@@ -39,16 +39,23 @@ class SymbolicGraph:
 
     positions[k]: (input index, dim) where symbol k is read. specializations: the
     backend's callable per tuple of symbol values; refused: values it cannot serve.
+    `read(*args, **kwargs)` gives a call's graph inputs (a generated function with the
+    traced function's signature); stop_at: the graph break the trace stopped at.
     """
 
-    def __init__(self, graph: Graph, backend: Callable[..., Any], shape_env: symbolic.ShapeEnv,
-                 input_sources: list[Source], example_inputs: list[Any],
-                 traced: list[tuple]) -> None:
+    def __init__(self, graph: Graph, backend: Callable[..., Any], result: Any,
+                 example_inputs: list[Any], traced: list[tuple], fn: Callable[..., Any],
+                 stop_at: int | None) -> None:
         self.graph = graph
         self.traced = traced  # the trace's signature, for Note [Checking a symbolic trace]
         self.backend = backend
-        self.shape_env = shape_env
+        self.shape_env = shape_env = result.shape_env
+        input_sources: list[Source] = result.input_sources
         self.positions = [(input_sources.index(s.base), s.dim) for s in shape_env.sources]
+        self.read = result.guards.build_reader_fn(fn, input_sources)
+        self.numbers = frozenset(i for i, source in enumerate(input_sources)
+                                 if source in result.number_sources)
+        self.stop_at = stop_at
         self.specializations: dict[tuple[int, ...], Any] = {}
         self.refused: set[tuple[int, ...]] = set()
         self.provisional = True
@@ -56,9 +63,9 @@ class SymbolicGraph:
         self.hints = tuple(shape_env.hints)
         self.compile(self.hints, example_inputs)
 
-    def serves(self, inputs: Any) -> bool:
-        """Whether a specialization for these graph inputs' sizes exists already."""
-        return self.values(inputs) in self.specializations
+    def serves(self, args: tuple, kwargs: dict[str, Any]) -> bool:
+        """Whether a specialization for this call's sizes exists already."""
+        return self.values(self.read(*args, **kwargs)) in self.specializations
 
     def values(self, inputs: Any) -> tuple[int, ...]:
         return tuple(inputs[i]._data.shape[d] for i, d in self.positions)
@@ -88,17 +95,22 @@ class SymbolicGraph:
         inner = getattr(self.specializations[self.hints], "show", None)
         return head + (inner() if inner is not None else "")
 
-    def accepts(self, values: tuple[int, ...], inputs: list[Any],
-                trace_exact: Callable[[], list[tuple] | None]) -> bool:
-        """Whether this entry serves a call at `values`: checked once per new set of sizes
-        (Note [Checking a symbolic trace]); False sends the call to a new trace."""
+    def accepts(self, args: tuple, kwargs: dict[str, Any],
+                trace_exact: Callable[[int | None], list[tuple] | None]) -> bool:
+        """Whether this entry serves the call `(*args, **kwargs)`: checked once per new set
+        of sizes (Note [Checking a symbolic trace]), `trace_exact(stop_at)` giving the
+        signature of the call traced without symbols; False sends the call to a new
+        trace."""
+        inputs = list(self.read(*args, **kwargs))
+        values = self.values(inputs)
+        inputs = [number_tensor(v) if i in self.numbers else v for i, v in enumerate(inputs)]
         if values in self.specializations:
             return True
         if values in self.refused or self.closed:
             return False
         try:
             if self.provisional:
-                exact = trace_exact()
+                exact = trace_exact(self.stop_at)
                 mismatch = "the exact trace failed" if exact is None else \
                     same_graph(exact, self.traced, values)
                 if mismatch is not None:

@@ -86,11 +86,6 @@ class CacheEntry:
         self.guard_source = guard_source
         self.compiled = compiled  # what the backend returned (its `show()`, if any)
         self.hits = 0
-        # a symbolic entry (Note [Symbolic sizes]): its graph inputs read off a call, and
-        # the graph break its exact check traces to
-        self.sizes: Callable[..., tuple] | None = None
-        self.numbers: frozenset[int] = frozenset()  # positions of inputs that are numbers
-        self.plan: breaks.BreakPlan | None = None
 
 
 class CodeCache:
@@ -270,7 +265,7 @@ class CompiledFunction:
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
                 if isinstance(entry.compiled, SymbolicGraph) and not entry.compiled.serves(
-                        entry.sizes(*args, **kwargs)):
+                        args, kwargs):
                     symbolic_entries.append(entry)  # after any entry that serves as it is
                     continue
                 entry.hits += 1
@@ -349,22 +344,17 @@ class CompiledFunction:
         """Whether the symbolic entry serves this call's sizes (Note [Checking a symbolic
         trace]); a refused first check makes its dims exact for the frame."""
         graph = entry.compiled
-        inputs = list(entry.sizes(*args, **kwargs))
-        values = graph.values(inputs)
-        inputs = [number_tensor(v) if i in entry.numbers else v for i, v in enumerate(inputs)]
 
-        def trace_exact() -> Any:
-            plan = entry.plan
+        def trace_exact(stop_at: int | None) -> Any:
             try:
-                return signature(_trace(self._function, args, kwargs,
-                                        stop_at=plan.offset if plan is not None else None,
+                return signature(_trace(self._function, args, kwargs, stop_at=stop_at,
                                         dynamic_numbers=cache.dynamic_numbers,
                                         sizes=SizePolicy(exact=True)).graph)
             except Unsupported:
                 return None
 
         was_provisional = graph.provisional
-        if graph.accepts(values, inputs, trace_exact):
+        if graph.accepts(args, kwargs, trace_exact):
             return True
         if was_provisional:
             cache.static_sizes |= frozenset(graph.shape_env.sources)
@@ -435,8 +425,8 @@ class CompiledFunction:
         graph_module = GraphModule(graph)
         if result.shape_env.sources:
             try:
-                compiled: Any = SymbolicGraph(graph, self._backend, result.shape_env,
-                                              result.input_sources, example_inputs, raw)
+                compiled: Any = SymbolicGraph(graph, self._backend, result, example_inputs, raw,
+                                              fn, plan.offset if plan is not None else None)
             except Refused:  # the generic graph does not even give back the trace
                 cache.static_sizes |= frozenset(result.shape_env.sources)
                 return self._compile(args, kwargs)
@@ -459,13 +449,7 @@ class CompiledFunction:
         report.record_time("trace", traced - start)
         report.record_time("backend", backend_done - traced)
         report.record_time("guards", done - backend_done)
-        entry = CacheEntry(guard, run, result, graph_module, guard_source, compiled)
-        if isinstance(compiled, SymbolicGraph):
-            entry.sizes = result.guards.build_reader_fn(fn, result.input_sources)
-            entry.numbers = frozenset(i for i, source in enumerate(result.input_sources)
-                                      if source in result.number_sources)
-            entry.plan = plan
-        return entry
+        return CacheEntry(guard, run, result, graph_module, guard_source, compiled)
 
     def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
                       compiled: Callable[..., Any]) -> Callable[..., Any]:
