@@ -112,18 +112,20 @@ _FRAMES_PER_NESTED_CALL = 8  # Python frames a compiled call nested at a break t
 _TOTAL = {"compiles": 0}
 
 
-def cache_for(fn: types.FunctionType, backend: Any) -> CodeCache:
-    """The cache of `fn`'s code object compiled for `backend`, keyed by identity and dropped
-    when the code dies.
+def cache_for(fn: types.FunctionType, backend: Any,
+              options: tuple[bool, bool | None] = (False, None)) -> CodeCache:
+    """The cache of `fn`'s code object compiled for `backend` with `options` (fullgraph,
+    dynamic), keyed by identity and dropped when the code dies.
 
     Functions sharing code but closing over different cells or with different defaults
     (two closures made by one factory, `def f(x, k=k)` in a loop) get separate caches: a
     guard reads the cells and defaults of the function it was built for. So do two
-    backends: `compile(f, backend="eager")` after `compile(f)` runs the eager oracle.
+    backends (`compile(f, backend="eager")` after `compile(f)` runs the eager oracle) and
+    two sets of options (`fullgraph=True` must raise where another compile of f went eager).
     """
     code = fn.__code__
     owners = (fn.__closure__, fn.__defaults__, fn.__kwdefaults__, backend)
-    key = _cache_key(fn, backend)
+    key = (*_cache_key(fn, backend), *options)
     cache = _CACHES.get(key)
     if cache is None:
         cache = _CACHES[key] = CodeCache(owners)
@@ -146,7 +148,12 @@ def reset() -> None:
 
 def forget(compiled: CompiledFunction) -> None:
     """Drop the cache of one compiled function's code object (used by explain)."""
-    _CACHES.pop(_cache_key(compiled._function, compiled._backend), None)
+    _CACHES.pop((*_cache_key(compiled._function, compiled._backend), *compiled._options), None)
+
+
+def cache_of(compiled: CompiledFunction) -> CodeCache:
+    """The cache a compiled function's calls use."""
+    return cache_for(compiled._function, compiled._backend, compiled._options)
 
 
 class CompiledFunction:
@@ -158,6 +165,7 @@ class CompiledFunction:
         self._backend = lookup_backend(backend)
         self._fullgraph = fullgraph
         self._dynamic = dynamic  # Note [Symbolic sizes]: None automatic, True all, False none
+        self._options = (fullgraph, dynamic)
         self._function, self._bound_self = _unwrap(fn)
         # a `@no_grad()`-decorated function: its body is compiled and called in that mode
         self._grad_mode: bool | None = None
@@ -260,7 +268,7 @@ class CompiledFunction:
             sys.setrecursionlimit(limit)
 
     def _call_compiled(self, args: tuple, kwargs: dict[str, Any]) -> Any:
-        cache = cache_for(self._function, self._backend)
+        cache = cache_for(self._function, self._backend, self._options)
         symbolic_entries = []
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
@@ -404,7 +412,7 @@ class CompiledFunction:
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
         start = time.perf_counter()
         fn = self._function
-        cache = cache_for(fn, self._backend)
+        cache = cache_for(fn, self._backend, self._options)
         dynamic = cache.dynamic_numbers
         sizes = SizePolicy(cache.dynamic_sizes, cache.static_sizes, self._dynamic is True,
                            self._dynamic is False)
@@ -520,7 +528,7 @@ class CompiledFunction:
         """Readable source of every compiled entry: guards, graph, runner, the backend's
         code (the numba backend: fusion groups, kernels, wrapper; forward and backward when
         training), and recursively the resume functions it calls (`jitgrad.show(fn)`)."""
-        cache = cache_for(self._function, self._backend)
+        cache = cache_for(self._function, self._backend, self._options)
         name = self._qualname()
         if config.DISABLE:
             return f"# {name}: no compiled entry ({report.DISABLED_MESSAGE})\n"

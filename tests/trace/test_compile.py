@@ -311,7 +311,7 @@ def test_at_the_recompile_limit_the_compiled_entries_keep_running():
             compiled(x, f"flag{i}")
     from jitgrad.trace import entry as entry_module
 
-    cache = entry_module.cache_for(compiled._function, compiled._backend)
+    cache = entry_module.cache_of(compiled)
     hits = sum(e.hits for e in cache.entries)
     assert_same(compiled(x, "flag3"), f(x, "flag3"))
     assert sum(e.hits for e in cache.entries) == hits + 1  # an old entry ran, compiled
@@ -682,3 +682,20 @@ def test_recursion_goes_as_deep_as_eager(backend, depth):
     x = x8(shape=(3,))
     assert_same(compiled(x), _countdown(x, depth))
     assert_same(compiled(x * 2), _countdown(x * 2, depth))
+
+
+def test_fullgraph_raises_after_another_compile_of_the_function_ran_eagerly():
+    # the options are part of the cache key: the frame's "runs eagerly" from the first
+    # compile must not make the fullgraph one run eagerly in silence
+    def f(x):
+        try:
+            print("", end="")  # a break inside try cannot be resumed: the frame runs eagerly
+        finally:
+            pass
+        return x + 1
+
+    x = x8()
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        assert_same(jg.compile(f, backend="eager")(x), x + 1)  # a break: eager from now on
+    with pytest.raises(jg.CompileError, match="print"):
+        jg.compile(f, backend="eager", fullgraph=True)(x)

@@ -20,7 +20,7 @@ BACKENDS = ["eager", "numba"]
 
 
 def cache_of(compiled):
-    return entry.cache_for(compiled._function, compiled._backend)
+    return entry.cache_of(compiled)
 
 
 def assert_same(got, want):

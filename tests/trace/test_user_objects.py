@@ -352,6 +352,5 @@ def test_a_class_defined_in_the_compiled_function_that_leaves_it_runs_eagerly():
     want, other = make(jg.ones(2))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert box is not other and box.__name__ == "Box"  # a new class each call, as eager
-    jg.reset()  # (the frame's cache says it runs eagerly now)
     with pytest.raises(jg.CompileError, match="a class defined in the compiled function"):
         jg.compile(make, fullgraph=True)(jg.ones(2))
