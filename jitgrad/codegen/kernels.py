@@ -91,11 +91,11 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
              "from jitgrad.codegen import mathlib", "",
              "OPTIONS = dict(cache=True, error_model='numpy', nogil=True)",
              "THREADS = numba_config.NUMBA_NUM_THREADS", ""]
-    body = _element_body(group)
     # 0-d inputs (a step count, a bias correction) are loaded once, outside the loops: their
     # zero strides would otherwise fail the dense check and leave the loop scalar
     scalars = {f"in{k}" for k, node in enumerate(group.inputs)
                if getattr(node.meta.get("val"), "shape", None) == ()}
+    invariant, body = _element_body(group, scalars)
     # inputs broadcast along the last dim (a row's max or sum, `x - x.amax(-1, True)`) are
     # loaded once per row in the dense branch, which they would fail too
     rows = {f"in{k}" for k, node in enumerate(group.inputs)
@@ -104,36 +104,56 @@ def lower_group(group: FusionGroup) -> tuple[str, str]:
                                                          ", parallel=True")):
         lines += ["", f"@njit(**OPTIONS{extra})",
                   f"def {name}(sizes, strides, offsets, {', '.join(operands)}):"]
-        lines += _loop_nest(rank, len(operands), operands, body, outer, scalars, rows)
+        lines += _loop_nest(rank, len(operands), operands, invariant, body, outer, scalars,
+                            rows)
         lines.append("")
     lines += ["", "@njit(**OPTIONS)", f"def kernel_flat(n, {', '.join(operands)}):"]
-    lines += _flat_loop(operands, body, scalars)
+    lines += _flat_loop(operands, invariant, body, scalars)
     lines.append("")
     return "\n".join(header) + "\n", "\n".join(lines)
 
 
-def _flat_loop(operands: list[str], body: list[str], scalars: set[str]) -> list[str]:
+def _flat_loop(operands: list[str], invariant: list[str], body: list[str],
+               scalars: set[str]) -> list[str]:
     """The loop of `kernel_flat` (Note [Kernel variants]): every operand is n contiguous
     elements, or one element (`scalars`, loaded once)."""
     lines = [f"    c_{op} = {op}[0]" for op in operands if op in scalars]
+    elements = {op: f"c_{op}" if op in scalars else f"r_{op}[j]" for op in operands}
+    lines += [f"    {line.format(**elements)}" for line in invariant]
     lines += [f"    r_{op} = {op}[:n]" for op in operands if op not in scalars]
     lines.append("    for j in range(n):")
-    elements = {op: f"c_{op}" if op in scalars else f"r_{op}[j]" for op in operands}
     lines += [f"        {line.format(**elements)}" for line in body]
     return lines
 
 
-def _element_body(group: FusionGroup) -> list[str]:
-    """Statements computing one element; `{in0}` etc. stand for the operands' elements."""
+def _element_body(group: FusionGroup, scalars: set[str]) -> tuple[list[str], list[str]]:
+    """Statements computing one element, `{in0}` etc. standing for the operands' elements:
+    (those that read only 0-d inputs, computed once before the loops; the rest).
+
+    Note [Loop-invariant statements]: a value computed from 0-d inputs alone is the same at
+    every element, so it is computed before the loops, as written (the same operations on
+    the same values: the same result). Left inside, LLVM's loop unswitching copied the loop
+    for each of its invariant branches (the special cases of the math library: relu, three
+    tanh and a gelu of a 0-d input took over five minutes to compile, fuzz seed 980112)."""
     names: dict[Node, str] = {}
-    lines = []
+    invariant_nodes: set[Node] = set()
+    invariant, body = [], []
     for k, node in enumerate(group.inputs):
         names[node] = f"x{k}"
-        lines.append(f"x{k} = {{in{k}}}")
-    lines += node_statements(group.nodes, names, "v")
+        if f"in{k}" in scalars:
+            invariant_nodes.add(node)
+            invariant.append(f"x{k} = {{in{k}}}")
+        else:
+            body.append(f"x{k} = {{in{k}}}")
+    for node, line in zip(group.nodes, node_statements(group.nodes, names, "v"), strict=True):
+        if all(n in invariant_nodes for n in node.all_input_nodes):
+            invariant_nodes.add(node)
+            invariant.append(line)
+        else:
+            body.append(line)
     for k, node in enumerate(group.outputs):
-        lines.append(f"{{out{k}}} = {names[node]}")
-    return lines
+        body.append(f"{{out{k}}} = {names[node]}")
+    return invariant, body
 
 
 def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> list[str]:
@@ -164,14 +184,16 @@ def _broadcasts_last_dim(node: Node, shape: tuple[int, ...]) -> bool:
     return bool(val_shape) and bool(shape) and shape[-1] != 1 and val_shape[-1] == 1
 
 
-def _loop_nest(rank: int, count: int, operands: list[str], body: list[str],
-               outer: str, scalars: set[str], rows: set[str]) -> list[str]:
+def _loop_nest(rank: int, count: int, operands: list[str], invariant: list[str],
+               body: list[str], outer: str, scalars: set[str], rows: set[str]) -> list[str]:
     """The loops of a pointwise kernel (Note [Kernel layout]): `scalars` are loaded once,
+    with what is computed from them alone (`invariant`, Note [Loop-invariant statements]);
     `rows` (stride 0 along the inner dim at this launch) once per row of the dense branch."""
     lines = [f"    n{d} = sizes[{d}]" for d in range(rank)]
     lines += [f"    s{k}_{d} = strides[{k}, {d}]" for k in range(count) for d in range(rank)]
     lines += [f"    c_{op} = {op}[offsets[{k}]]" for k, op in enumerate(operands)
               if op in scalars]
+    lines += [f"    {line.format(**{op: f'c_{op}' for op in scalars})}" for line in invariant]
     inner = rank - 1
     dense = " and ".join([f"s{k}_{inner} == {0 if op in rows else 1}"
                           for k, op in enumerate(operands) if op not in scalars] or ["True"])

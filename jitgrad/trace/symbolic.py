@@ -316,15 +316,18 @@ def _lower_bound(expr: Expr) -> int | None:
     return a + b if expr[0] == "+" else a * b
 
 
+_MAX_TERMS = 256  # a product of sums grows fast: past this, not worth comparing
+
+
 def _polynomial(expr: Expr) -> dict[tuple[int, ...], int] | None:
     """`expr` as {monomial (sorted symbols): coefficient} when it only adds, subtracts and
-    multiplies; None otherwise."""
+    multiplies (and stays small); None otherwise."""
     if type(expr) is int:
         return {(): expr} if expr else {}
     if expr[0] == "sym":
         return {(expr[1],): 1}
     a, b = _polynomial(expr[1]), _polynomial(expr[2])
-    if a is None or b is None or expr[0] not in "+-*":
+    if a is None or b is None or expr[0] not in "+-*" or len(a) * len(b) > _MAX_TERMS:
         return None
     out: dict[tuple[int, ...], int] = {}
     if expr[0] == "*":

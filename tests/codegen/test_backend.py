@@ -415,3 +415,23 @@ def test_operands_broadcast_along_rows_take_the_dense_branch_and_match_eager(lay
     expected = row_broadcasts(jg.tensor(values), jg.tensor(rows[:, None]), jg.tensor(cols))[0]
     np.testing.assert_allclose(out, expected.numpy(), rtol=2e-6, atol=1e-6)
     assert_vectorized(optimized_ir(serial), "float", ("load", "store"))
+
+
+def test_values_computed_from_0d_inputs_alone_are_computed_before_the_loops():
+    # Note [Loop-invariant statements] in codegen/kernels.py (fuzz seed 980112: LLVM's
+    # loop unswitching copied the loop per invariant branch of the math library)
+    compiled, produced = compile_numba(lambda x, s: (jg.tanh(s) * 2 + 1) * x)
+    x, s = jg.randn(5), jg.tensor(0.3)
+    np.testing.assert_allclose(compiled(x, s).numpy(), ((jg.tanh(s) * 2 + 1) * x).numpy(),
+                               rtol=1e-6)
+    source = produced[0].kernels[0].source
+    assert source[source.index("def kernel_flat"):].splitlines() == [
+        "def kernel_flat(n, out0, in0):",
+        "    c_in0 = in0[0]",
+        "    x0 = c_in0",
+        "    v0 = np.float32(mathlib.tanh_f32(np.float32(x0)))",
+        "    v1 = np.float32((v0 * np.float32(2.0)))",
+        "    v2 = np.float32((v1 + np.float32(1.0)))",
+        "    r_out0 = out0[:n]",
+        "    for j in range(n):",
+        "        r_out0[j] = v2"]
