@@ -42,9 +42,10 @@ still compare):
 - float32 `prod` of a slice holding a zero whose other factors overflow float32 when
   multiplied: torch multiplies in float32 vector lanes and gives NaN (inf * 0; which lanes
   overflow depends on the CPU's vector width), jitgrad multiplies in float64 and gives 0.
-- float32 `layer_norm` of rows whose squares overflow (|x| > 1.8e19): torch's kernel
-  gives NaN rows; jitgrad computes eager's two passes in the input's dtype, so the
-  variance is inf and the row 0 (a constant row of 3e38 is 0 as in exact arithmetic).
+- `layer_norm` of rows whose squares overflow their dtype (|x| > 1.8e19 in float32,
+  1.3e154 in float64): torch's kernel gives NaN rows; jitgrad computes eager's two passes
+  in the input's dtype, so the variance is inf and the row 0 (a constant row of 3e38 is 0
+  as in exact arithmetic).
 - An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
   requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
   requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed;
