@@ -386,22 +386,18 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     is_int = all(isinstance(v, (int, np.integer)) for v in values)
     np_dtype = _factory_dtype(dtype, dtypes.int64 if is_int else dtypes.get_default_dtype())
     integral = np_dtype.kind in "iub"
-    if any_symbolic(values) and is_int and not requires_grad:
-        first, last, step = values
-        if step == 0:
-            raise RuntimeError("arange: step must be nonzero")
-        if (last - first) * step < 0:
-            raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step "
-                               f"sign (start={first}, end={last}, step={step})")
-        return apply_op(ARANGE, (), (), {"start": first, "end": last, "step": step,
-                                         "np_dtype": np.dtype(np_dtype)})
-    values = [int(v) if integral else float(v) for v in values]
+    symbolic = any_symbolic(values) and is_int and not requires_grad
+    if not symbolic:  # (a symbolic size stays itself: ARANGE records it)
+        values = [int(v) if integral else float(v) for v in values]
     first, last, step = values
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (last - first) * step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={first}, end={last}, step={step})")
+    if symbolic:
+        return apply_op(ARANGE, (), (), {"start": first, "end": last, "step": step,
+                                         "np_dtype": np.dtype(np_dtype)})
     array = np.arange(first, last, step, dtype=np.int64 if integral else np.float64)
     return finish(array.astype(np_dtype, copy=False), requires_grad)
 
