@@ -13,7 +13,9 @@ TENSOR -> DUPLICATE_INPUT. `GuardSet.build_guard_fn(fn)` compiles all checks int
 generated Python function with `fn`'s own signature (so CPython binds arguments and
 defaults exactly as for `fn`), whose body is a single short-circuit `return`; see
 Note [Generated guard function].
-`explain_failure` re-evaluates the guards one by one for a readable recompile reason.
+Every kind is defined once, as the checks it makes (Note [One definition per guard kind]):
+the guard function, the printed guard set and `explain_failure`'s recompile reason are
+renderings of those checks.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import re
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.grad_mode import STATE
@@ -317,11 +321,14 @@ class GuardSet:
         return (1, slot, _RANK[guard.kind])
 
     def __str__(self) -> str:
-        """One line per guard: the check as readable source, then `# file:line: text`."""
-        rows = [(_text(guard), guard.location) for guard in self]
-        width = min(max((len(check) for check, _ in rows), default=0), 56)
-        return "\n".join(check if loc is None else f"{check:<{width}}  # {format_location(loc)}"
-                         for check, loc in rows)
+        """One line per guard: its checks as readable source, then `# file:line: text`."""
+        rows = [(" and ".join(check.op.text(check, check.text if check.source is None else
+                                            check.text.replace(_V, check.source.name()))
+                              for check in _checks(guard, _TextOnly())), guard.location)
+                for guard in self]
+        width = min(max((len(text) for text, _ in rows), default=0), 56)
+        return "\n".join(text if loc is None else f"{text:<{width}}  # {format_location(loc)}"
+                         for text, loc in rows)
 
     def build_guard_fn(self, fn: Callable[..., Any]) -> Callable[..., bool]:
         """The guard for calls of `fn`: `guard(*args, **kwargs)` is True when every guard holds.
@@ -335,39 +342,36 @@ class GuardSet:
         """
         if isinstance(fn, types.MethodType):
             return types.MethodType(self.build_guard_fn(fn.__func__), fn.__self__)
-        code = fn.__code__
-        generator = _GuardCodegen(code)
+        generator = _GuardCodegen(fn.__code__)
         source = generator.render(list(self), fn.__qualname__)
-        namespace: dict[str, Any] = {"__builtins__": builtins}
-        exec(compile(source, f"<jitgrad guard for {fn.__qualname__}>", "exec"), namespace)
-        generated = namespace[generator.fn_name]
-        env = {"__builtins__": builtins, **generator.consts,
-               generator.names["G"]: fn.__globals__, generator.names["B"]: fn.__builtins__,
-               generator.names["C"]: fn.__closure__}
-        guard = types.FunctionType(generated.__code__, env, generator.fn_name, fn.__defaults__)
-        guard.__kwdefaults__ = fn.__kwdefaults__
+        guard = _function(fn, generator, source, generator.fn_name, "guard")
         guard.__qualname__ = f"guard of {fn.__qualname__}"
         guard.__jg_guard_source__ = source  # type: ignore[attr-defined]
         return guard
 
+    def build_explainer_fn(self, fn: Callable[..., Any]) -> tuple[Callable[..., Any],
+                                                                   list[tuple[Guard, Check]]]:
+        """A function with `fn`'s signature that runs the guard's checks one by one and
+        returns `(index, True, value read)` for the first that fails, `(index, False,
+        exception)` for one that raises, None when all hold; and the (guard, check) of each
+        index. Note [One definition per guard kind]."""
+        if isinstance(fn, types.MethodType):
+            explainer, checks = self.build_explainer_fn(fn.__func__)
+            return types.MethodType(explainer, fn.__self__), checks
+        generator = _GuardCodegen(fn.__code__)
+        name = generator.fn_name.replace("guard_", "explain_", 1)
+        source, checks = generator.render_explainer(list(self), fn.__qualname__, name)
+        return _function(fn, generator, source, name, "guard explainer"), checks
 
     def build_reader_fn(self, fn: Callable[..., Any],
                         sources: list[Source]) -> Callable[..., tuple]:
         """A function with `fn`'s signature returning the values of `sources` for a call
         (after its guard passed): how a symbolic entry reads its graph inputs' sizes."""
-        code = fn.__code__
-        generator = _GuardCodegen(code)
+        generator = _GuardCodegen(fn.__code__)
         items = "".join(f"{generator.expr(source)}, " for source in sources)
         name = generator.fn_name.replace("guard_", "read_", 1)
-        source = f"def {name}({_signature(code)}):\n    return ({items})\n"
-        namespace: dict[str, Any] = {"__builtins__": builtins}
-        exec(compile(source, f"<jitgrad reader for {fn.__qualname__}>", "exec"), namespace)
-        env = {"__builtins__": builtins, **generator.consts,
-               generator.names["G"]: fn.__globals__, generator.names["B"]: fn.__builtins__,
-               generator.names["C"]: fn.__closure__}
-        reader = types.FunctionType(namespace[name].__code__, env, name, fn.__defaults__)
-        reader.__kwdefaults__ = fn.__kwdefaults__
-        return reader
+        source = f"def {name}({_signature(fn.__code__)}):\n    return ({items})\n"
+        return _function(fn, generator, source, name, "reader")
 
 
 def guard_source(guard_fn: Callable[..., bool]) -> str:
@@ -417,6 +421,8 @@ def _describe(value: object) -> str:
                 f"{value.co_firstlineno}>")
     if isinstance(value, types.ModuleType):
         return value.__name__
+    if isinstance(value, np.dtype):  # the guard reads the array's dtype
+        return repr(dtypes.from_numpy_dtype(value))
     if isinstance(value, dtypes.dtype) or _is_constant(value):
         return repr(value)
     qualname = getattr(value, "__qualname__", None)
@@ -426,59 +432,309 @@ def _describe(value: object) -> str:
     return f"<{type(value).__name__} object>"
 
 
-def _text(guard: Guard) -> str:
-    """The check of `guard` as readable source, e.g. `type(self) is Net`."""
-    name, expected, kind = guard.source.name(), guard.expected, guard.kind
+# ----- checks: each guard kind written once -----------------------------------------------
+# Note [One definition per guard kind]
+# `_checks(guard, names)` is the one place that says what a guard kind tests: a list of
+# `Check`s, each `subject <op> expected` about the value of one source (`_V` in the
+# subject's templates). Everything else renders those checks, so no meaning is written twice:
+#   - the generated guard function joins their code (GuardSet.build_guard_fn);
+#   - the printed guard set joins their text (GuardSet.__str__);
+#   - a recompile reason comes from a generated explainer (GuardSet.build_explainer_fn) that
+#     runs the same code check by check and, at the first one that fails, returns the
+#     subject's value; the op words it (`x.shape[0]: expected 4, got 5`).
+# A check cannot say one thing and test another: the reason is what the guard computed.
+# A subject has two spellings because the guard reads internals (`x._data.shape`) where a
+# user reads the API (`x.shape`); they sit side by side in one Check.
+
+# In a template, _V stands for the source's value and _W for a DUPLICATE_INPUT guard's
+# other source; repr() never emits either character.
+_V, _W = "\0", "\1"
+
+
+class Check(NamedTuple):
+    """One test of a guard: `subject op expected` (Note [One definition per guard kind]).
+
+    source:   the value `_V` stands for; None for a check that reads its own sources.
+    code:     the subject as the guard computes it (an expression over `_V`).
+    text:     the subject as a user writes it (`_V` is the source's name).
+    op:       how the subject is compared with `expected` (one of the `_Op` classes).
+    expected: what the trace saw.
+    shown:    how the text and reasons print values of the subject.
+    got:      the value a failing check reports, when it is not the subject (code).
+    """
+
+    source: Source | None
+    code: str
+    text: str
+    op: type[_Eq]
+    expected: Any
+    shown: Callable[[Any], str] = _readable
+    got: str | None = None
+
+
+class _Names(Protocol):
+    """What building a check's code needs from the guard's code generator."""
+
+    def builtin(self, name: str) -> str: ...
+    def const(self, value: object, label: str = "") -> str: ...
+    def temp(self, letter: str = "t") -> str: ...
+    def expr(self, source: Source) -> str: ...
+    def globals_dict(self) -> str: ...
+
+
+def _checks(guard: Guard, names: _Names) -> list[Check]:
+    """What `guard` tests, check by check, in order."""
+    kind, expected, source = guard.kind, guard.expected, guard.source
     if kind is GuardKind.GRAD_MODE:
-        return name if expected else f"not {name}"
+        return [Check(source, _V, _V, _Truth, expected)]
     if kind is GuardKind.TYPE_MATCH:
-        return f"type({name}) is {_readable(expected)}"
+        return [_type_check(source, expected, names)]
     if kind is GuardKind.ID_MATCH:
-        return f"{name} is {_readable(expected)}"
+        return [Check(source, _V, _V, _Is, expected)]
     if kind is GuardKind.EQUALS_MATCH:
-        op = "is" if expected is None or type(expected) is bool else "=="
-        return f"{name} {op} {_describe(expected)}"
+        return [Check(source, _V, _V, _Equals, expected)]
     if kind is GuardKind.CODE_MATCH:
-        return f"{name}.__code__ is {_readable(expected)}"
+        return [Check(source, f"{_V}.__code__", f"{_V}.__code__", _Is, expected)]
     if kind is GuardKind.LENGTH_MATCH:
-        return f"type({name}) is {_readable(expected.type)} and len({name}) == {expected.length}"
+        return [_type_check(source, expected.type, names),
+                Check(source, f"{names.builtin('len')}({_V})", f"len({_V})", _Eq,
+                      expected.length)]
     if kind is GuardKind.DICT_KEYS_MATCH:
-        return (f"type({name}) is {_readable(expected.type)} and "
-                f"list({name}) == {_key_list(expected.keys)}")
+        return [_type_check(source, expected.type, names),
+                Check(source, f"{names.builtin('tuple')}({_V})", f"list({_V})", _Eq,
+                      expected.keys, _key_list)]
     if kind is GuardKind.NOT_PRESENT:
-        return _absent_text(guard.source)
+        return [_absent_check(source, names)]
     if kind is GuardKind.DUPLICATE_INPUT:
-        return f"{name} is {expected.name()}"
+        return [Check(source, _V, _V, _Same, expected, lambda other: other.name())]
     if kind is GuardKind.SIZE_RELATION:
-        return expected.render(lambda source: source.name())
-    return _tensor_text(name, expected)
+        sizes = list(dict.fromkeys(expected.sources()))
+        return [Check(None, expected.render(names.expr), expected.render(lambda size: size.name()),
+                      _Holds, expected,
+                      got="(" + "".join(f"{names.expr(s)}, " for s in sizes) + ")")]
+    return [_type_check(source, expected.type, names), *_tensor_checks(source, expected, names)]
 
 
-def _absent_text(source: Source) -> str:
+def _type_check(source: Source, cls: type, names: _Names) -> Check:
+    return Check(source, f"{names.builtin('type')}({_V})", f"type({_V})", _Is, cls)
+
+
+def _absent_check(source: Source, names: _Names) -> Check:
     if isinstance(source, GlobalSource):
-        return f"{source.global_name!r} not in G"
+        test = f"{source.global_name!r} not in {names.globals_dict()}"
+        return Check(None, test, f"{source.global_name!r} not in G", _Absent, source,
+                     got=names.expr(source))
+    assert source.base is not None, "NOT_PRESENT sources are validated by Guard"
     if isinstance(source, AttrSource):
-        return f"{source.attr!r} not in {source.base.name()}.__dict__"
-    key = source.key.name() if isinstance(source.key, Source) else repr(source.key)
-    return f"{key} not in {source.base.name()}"
+        test = f"{source.attr!r} not in {_V}.__dict__"
+        return Check(source.base, test, test, _Absent, source,
+                     got=f"{_V}.__dict__[{source.attr!r}]")
+    assert isinstance(source, ItemSource), "NOT_PRESENT sources are validated by Guard"
+    key = render_item_key(source.key, names)
+    text = source.key.name() if isinstance(source.key, Source) else repr(source.key)
+    return Check(source.base, f"{key} not in {_V}", f"{text} not in {_V}", _Absent, source,
+                 got=f"{_V}[{key}]")
 
 
-def _tensor_text(name: str, expected: TensorMatch) -> str:
+def _tensor_checks(source: Source, expected: TensorMatch, names: _Names) -> list[Check]:
+    """Shape, dtype, requires_grad, strides and storage offset of a tensor (its type is
+    checked first); the array is read once, into a temporary."""
+    data = names.temp("d")
+    array = f"({data} := {_V}._data)"
     if None in expected.shape:  # dynamic dims: the rank and the static sizes
-        shape = [f"{name}.dim() == {len(expected.shape)}"] + [
-            f"{name}.shape[{d}] == {n}" for d, n in enumerate(expected.shape) if n is not None]
+        checks = [Check(source, f"{names.builtin('len')}({array}.shape)", f"{_V}.dim()", _Eq,
+                        len(expected.shape))]
+        checks += [Check(source, f"{data}.shape[{d}]", f"{_V}.shape[{d}]", _Eq, n)
+                   for d, n in enumerate(expected.shape) if n is not None]
     else:
-        shape = [f"{name}.shape == {expected.shape!r}"]
-    checks = [f"type({name}) is {_readable(expected.type)}", *shape,
-              f"{name}.dtype == {expected.dtype!r}",
-              f"{name}.requires_grad" if expected.requires_grad else f"not {name}.requires_grad"]
+        checks = [Check(source, f"{array}.shape", f"{_V}.shape", _Dims, expected.shape)]
+    checks += [Check(source, f"{data}.dtype", f"{_V}.dtype", _Eq, expected.dtype.np),
+               Check(source, f"{_V}._requires_grad", f"{_V}.requires_grad", _Truth,
+                     expected.requires_grad)]
+    itemsize = expected.dtype.np.itemsize
     if expected.strides == C_CONTIGUOUS:
-        checks.append(f"{name}.is_contiguous()")
+        checks.append(Check(source, f"{data}.strides == {names.const(c_strides)}({data}.shape, "
+                            f"{itemsize})", f"{_V}.is_contiguous()", _Truth, True))
     elif expected.strides is not None:
-        checks.append(f"{name}.stride() == {expected.strides!r}")
+        checks.append(Check(source, f"{data}.strides", f"{_V}.stride()", _Eq,
+                            tuple(s * itemsize for s in expected.strides),
+                            lambda strides: repr(tuple(s // itemsize for s in strides))))
     if expected.storage_offset is not None:
-        checks.append(f"{name}.storage_offset() == {expected.storage_offset}")
-    return " and ".join(checks)
+        checks.append(Check(source, f"{_V}.storage_offset()", f"{_V}.storage_offset()", _Eq,
+                            expected.storage_offset))
+    return checks
+
+
+class _Eq:
+    """How a check compares its subject with `expected`: `form`, filled with the subject and
+    the expected value as code (`value_code`) or as text (`check.shown`), and the reason a
+    failed check gives (`subject` filled in, `got` the value it read). This one: `==`."""
+
+    form = "{subject} == {expected}"
+
+    @classmethod
+    def code(cls, check: Check, subject: str, names: _Names) -> str:
+        return cls.form.format(subject=subject, expected=cls.value_code(check, names))
+
+    @classmethod
+    def text(cls, check: Check, subject: str) -> str:
+        return cls.form.format(subject=subject, expected=check.shown(check.expected))
+
+    @staticmethod
+    def value_code(check: Check, names: _Names) -> str:
+        return render_key(check.expected) or names.const(check.expected)
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        return f"{subject}: expected {check.shown(check.expected)}, got {check.shown(got)}"
+
+
+class _Dims(_Eq):
+    """`==` on a shape: the reason names the first dim that differs."""
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        expected = check.expected
+        if len(got) != len(expected):
+            return _Eq.reason(check, subject, got)
+        dim = next(d for d, (a, b) in enumerate(zip(expected, got, strict=True)) if a != b)
+        return f"{subject}[{dim}]: expected {expected[dim]}, got {got[dim]}"
+
+
+class _Is(_Eq):
+    """Identity: a type, a function, a module, a code object."""
+
+    form = "{subject} is {expected}"
+
+    @staticmethod
+    def value_code(check: Check, names: _Names) -> str:
+        e = check.expected
+        return repr(e) if e is None or type(e) is bool else names.const(e)
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        expected = check.expected
+        if isinstance(expected, type) and isinstance(got, type):
+            return f"{subject}: expected {_type_pair(expected, got)}"
+        if isinstance(expected, types.CodeType) and isinstance(got, types.CodeType):
+            return f"{subject}: expected {_readable(expected)}, got {_readable(got)}"
+        other = "another " if type(got) is type(expected) else ""
+        return (f"{subject}: expected the object seen while tracing ({_readable(expected)}), "
+                f"got {other}{_readable(got)}")
+
+
+class _Same(_Is):
+    """DUPLICATE_INPUT: the object another source reads (`_W`)."""
+
+    @staticmethod
+    def value_code(check: Check, names: _Names) -> str:
+        return _W
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        return (f"{subject}: expected the same object as {check.expected.name()} (they were "
+                "one object while tracing), got a different one")
+
+
+class _Truth(_Eq):
+    """`subject` when True is expected, `not subject` when False."""
+
+    @classmethod
+    def code(cls, check: Check, subject: str, names: _Names) -> str:
+        return subject if check.expected else f"not {subject}"
+
+    @classmethod
+    def text(cls, check: Check, subject: str) -> str:
+        return subject if check.expected else f"not {subject}"
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        return f"{subject}: expected {check.expected}, got {bool(got)}"
+
+
+class _Equals(_Eq):
+    """EQUALS_MATCH: the same value with the same types, recursively through tuples."""
+
+    @classmethod
+    def code(cls, check: Check, subject: str, names: _Names) -> str:
+        return _exact(subject, check.expected, names)
+
+    @classmethod
+    def text(cls, check: Check, subject: str) -> str:
+        e = check.expected
+        return f"{subject} {'is' if e is None or type(e) is bool else '=='} {_describe(e)}"
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        return f"{subject}: {_mismatch_equals(check.expected, got)}"
+
+
+class _Absent(_Eq):
+    """NOT_PRESENT: the subject is the test; `got` reads the value that is there."""
+
+    form = "{subject}"
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        return f"{describe(check.expected)}: expected no such name, got {_readable(got)}"
+
+
+class _Holds(_Absent):
+    """SIZE_RELATION: the subject is the relation; `got` reads the sizes it relates."""
+
+    @staticmethod
+    def reason(check: Check, subject: str, got: Any) -> str:
+        sizes = dict.fromkeys(check.expected.sources())
+        values = ", ".join(f"{s.name()} is {n}" for s, n in zip(sizes, got, strict=True))
+        return f"{subject} does not hold ({values})"
+
+
+def _exact(expr: str, value: object, names: _Names) -> str:
+    """The test that `expr` equals `value` with the same types, recursively."""
+    if value is None or type(value) is bool:
+        return f"{expr} is {value!r}"
+    if type(value) is tuple:
+        checks = [f"{names.builtin('type')}({expr}) is {names.const(tuple)}",
+                  f"{names.builtin('len')}({expr}) == {len(value)}"]
+        checks += [_exact(f"{expr}[{i}]", item, names) for i, item in enumerate(value)]
+        return " and ".join(checks)
+    if not _is_constant(value):
+        return f"{expr} is {names.const(value)}"
+    check_type = f"{names.builtin('type')}({expr}) is {names.const(type(value))}"
+    if type(value) is float and value != value:
+        return f"{check_type} and {expr} != {expr}"
+    return f"{check_type} and {expr} == {render_key(value) or names.const(value)}"
+
+
+class _TextOnly:
+    """Names for checks whose code nobody reads (GuardSet.__str__ prints their text)."""
+
+    def builtin(self, name: str) -> str:
+        return name
+
+    def const(self, value: object, label: str = "") -> str:
+        return _readable(value)
+
+    def temp(self, letter: str = "t") -> str:
+        return letter
+
+    def expr(self, source: Source) -> str:
+        return source.name()
+
+    def globals_dict(self) -> str:
+        return "G"
+
+
+def _key_list(keys: Any) -> str:
+    return "[" + ", ".join(map(_describe, keys)) + "]"
+
+
+def _type_pair(expected: type, got: type) -> str:
+    a, b = expected.__name__, got.__name__
+    if a == b:  # two classes of one name: say where each comes from
+        a = f"{expected.__module__}.{expected.__qualname__}"
+        b = f"{got.__module__}.{got.__qualname__}"
+    return f"{a}, got {b}"
 
 
 # ----- explain_failure --------------------------------------------------------------------
@@ -507,23 +763,27 @@ class FailedGuard:
 
 def explain_failure(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
                     kwargs: dict[str, Any]) -> FailedGuard | None:
-    """Evaluate the guards one by one on a call `fn(*args, **kwargs)`; the first failing one.
+    """The first guard that fails on a call `fn(*args, **kwargs)`, None when all hold.
 
-    Slow (it binds with `inspect`) and only for messages: the generated guard function
-    answers the same question in well under a microsecond. None when every guard holds.
+    Runs the guard's own checks one by one (Note [One definition per guard kind]); slow
+    (a generated function per guard set and function) and only for messages.
     """
     try:
-        frame = FrameValues.bind(fn, args, kwargs)
+        FrameValues.bind(fn, args, kwargs)
     except TypeError as err:
         return FailedGuard(None, f"the arguments do not bind to {fn.__qualname__}: {err}")
-    for guard in guard_set:
-        try:
-            reason = _mismatch(guard, frame)
-        except Exception as err:  # the generated guard treats any exception as failure too
-            reason = f"{describe(guard.source)}: could not be checked ({type(err).__name__}: {err})"
-        if reason is not None:
-            return FailedGuard(guard, reason)
-    return None
+    explainer, checks = guard_set.build_explainer_fn(fn)
+    found = explainer(*args, **kwargs)
+    if found is None:
+        return None
+    index, checked, got = found
+    guard, check = checks[index]
+    if not checked:  # the generated guard treats any exception as failure too
+        return FailedGuard(guard, f"{describe(guard.source)}: could not be checked "
+                                  f"({type(got).__name__}: {got})")
+    subject = check.text if check.source is None else check.text.replace(
+        _V, describe(check.source))
+    return FailedGuard(guard, check.op.reason(check, subject, got))
 
 
 def changed_numbers(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
@@ -575,57 +835,6 @@ def changed_sizes(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
     return changed
 
 
-def _mismatch(guard: Guard, frame: FrameValues) -> str | None:
-    """Why `guard` fails in `frame`, as `what: expected X, got Y`; None when it holds."""
-    if guard.kind is GuardKind.NOT_PRESENT:
-        return _mismatch_absent(guard.source, frame)
-    name, expected = describe(guard.source), guard.expected
-    value = guard.source.get(frame)
-    kind = guard.kind
-    if kind in (GuardKind.TYPE_MATCH, GuardKind.LENGTH_MATCH, GuardKind.DICT_KEYS_MATCH,
-                GuardKind.TENSOR_MATCH):
-        wanted = expected if kind is GuardKind.TYPE_MATCH else expected.type
-        if type(value) is not wanted:
-            return f"type({name}): expected {_type_pair(wanted, type(value))}"
-    if kind is GuardKind.GRAD_MODE and bool(value) != expected:
-        return f"{name}: expected {expected}, got {bool(value)}"
-    if kind is GuardKind.ID_MATCH and value is not expected:
-        other = "another " if type(value) is type(expected) else ""
-        return (f"{name}: expected the object seen while tracing ({_readable(expected)}), "
-                f"got {other}{_readable(value)}")
-    if kind is GuardKind.EQUALS_MATCH:
-        diff = _mismatch_equals(expected, value)
-        return None if diff is None else f"{name}: {diff}"
-    if kind is GuardKind.CODE_MATCH and value.__code__ is not expected:
-        return f"{name}.__code__: expected {_readable(expected)}, got {_readable(value.__code__)}"
-    if kind is GuardKind.LENGTH_MATCH and len(value) != expected.length:
-        return f"len({name}): expected {expected.length}, got {len(value)}"
-    if kind is GuardKind.DICT_KEYS_MATCH and tuple(value) != expected.keys:
-        return f"list({name}): expected {_key_list(expected.keys)}, got {_key_list(value)}"
-    if kind is GuardKind.TENSOR_MATCH:
-        return _mismatch_tensor(name, expected, value)
-    if kind is GuardKind.SIZE_RELATION and not expected.holds(lambda s: s.get(frame)):
-        got = ", ".join(f"{s.name()} is {s.get(frame)}" for s in dict.fromkeys(
-            expected.sources()))
-        return f"{expected.render(lambda s: s.name())} does not hold ({got})"
-    if kind is GuardKind.DUPLICATE_INPUT and value is not expected.get(frame):
-        return (f"{name}: expected the same object as {expected.name()} (they were one object "
-                "while tracing), got a different one")
-    return None
-
-
-def _key_list(keys: Any) -> str:
-    return "[" + ", ".join(map(_describe, keys)) + "]"
-
-
-def _type_pair(expected: type, got: type) -> str:
-    a, b = expected.__name__, got.__name__
-    if a == b:  # two classes of one name: say where each comes from
-        a = f"{expected.__module__}.{expected.__qualname__}"
-        b = f"{got.__module__}.{got.__qualname__}"
-    return f"{a}, got {b}"
-
-
 def _mismatch_equals(expected: object, value: object) -> str | None:
     if type(value) is not type(expected):
         return (f"expected {_readable(expected)} ({type(expected).__name__}), "
@@ -642,40 +851,6 @@ def _mismatch_equals(expected: object, value: object) -> str | None:
     both_nan = type(expected) is float and value != value and expected != expected
     same = value == expected or both_nan
     return None if same else f"expected {_readable(expected)}, got {_readable(value)}"
-
-
-def _mismatch_tensor(name: str, expected: TensorMatch, value: Tensor) -> str | None:
-    shape = tuple(value._data.shape)
-    if len(shape) != len(expected.shape):
-        return f"{name}.shape: expected {expected.shape!r}, got {shape!r}"
-    for dim, (want, got) in enumerate(zip(expected.shape, shape, strict=True)):
-        if want is not None and want != got:
-            return f"{name}.shape[{dim}]: expected {want}, got {got}"
-    if value._data.dtype != expected.dtype.np:
-        return f"{name}.dtype: expected {expected.dtype!r}, got {value.dtype!r}"
-    if bool(value._requires_grad) != expected.requires_grad:
-        return f"{name}.requires_grad: expected {expected.requires_grad}, got {value.requires_grad}"
-    if expected.strides == C_CONTIGUOUS:
-        if value._data.strides != c_strides(shape, value._data.itemsize):
-            return f"{name}.stride(): expected C order, got {value.stride()!r}"
-    elif expected.strides is not None and value.stride() != expected.strides:
-        return f"{name}.stride(): expected {expected.strides!r}, got {value.stride()!r}"
-    if expected.storage_offset is not None and value.storage_offset() != expected.storage_offset:
-        return (f"{name}.storage_offset(): expected {expected.storage_offset}, got "
-                f"{value.storage_offset()}")
-    return None
-
-
-def _mismatch_absent(source: Source, frame: FrameValues) -> str | None:
-    if isinstance(source, GlobalSource):
-        present = source.global_name in frame.globals
-    elif isinstance(source, AttrSource):
-        present = source.attr in source.base.get(frame).__dict__
-    else:
-        present = source.key_value(frame) in source.base.get(frame)
-    if not present:
-        return None
-    return f"{source.name()}: expected no such name, got {_readable(source.get(frame))}"
 
 
 # ----- code generation --------------------------------------------------------------------
@@ -699,14 +874,13 @@ def _mismatch_absent(source: Source, frame: FrameValues) -> str | None:
 # guards are ordered base-first. Globals, builtins and cells are read through __jg_G,
 # __jg_B and __jg_C (f's own dicts and cells); other constants are names in the guard's
 # globals. Every name the guard introduces starts with a prefix no parameter uses.
-
-# In a check template, _V stands for the source's value and _W for a DUPLICATE_INPUT
-# guard's other source; repr() never emits either character.
-_V, _W = "\0", "\1"
+# The explainer (GuardSet.build_explainer_fn) runs the same tests one statement each and
+# returns `(index, True, value)` at the first that fails, `(index, False, exception)` at
+# one that raises; what it returns is read without making new temporaries.
 
 
 class _GuardCodegen:
-    """Renders guards into the source of one guard function for a code object's signature."""
+    """Renders checks into the source of functions with a code object's signature."""
 
     def __init__(self, code: types.CodeType) -> None:
         self.code = code
@@ -720,10 +894,11 @@ class _GuardCodegen:
         self.consts: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
         self._temps = 0
-        self._uses: dict[Source, int] = {}
+        self._uses: dict[Source | None, int] = {}
         self._rendered: dict[Source, str] = {}
+        self._quiet = False  # reading a value to report: no new temporaries
 
-    # SourceEnv -----------------------------------------------------------------------
+    # SourceEnv and _Names -----------------------------------------------------------------
     def expr(self, source: Source) -> str:
         if isinstance(source, LocalSource):
             if source.local_name not in self.params:
@@ -735,9 +910,9 @@ class _GuardCodegen:
         if source in self._rendered:
             return self._rendered[source]
         text = source.reconstruct(self)
-        if self._uses.get(source, 0) <= 1:
+        if self._quiet or self._uses.get(source, 0) <= 1:
             return text
-        name = self._temp()
+        name = self.temp()
         self._rendered[source] = name
         return f"({name} := {text})"
 
@@ -777,29 +952,20 @@ class _GuardCodegen:
     def grad_state(self) -> str:
         return self.const(STATE, "grad_mode")
 
-    # rendering -----------------------------------------------------------------------
-    def _temp(self, letter: str = "t") -> str:
+    def temp(self, letter: str = "t") -> str:
         self._temps += 1
         return f"{self.prefix}{letter}{self._temps - 1}"
 
+    # rendering -----------------------------------------------------------------------
     def render(self, guards: list[Guard], qualname: str) -> str:
         """The guard function's source for `guards` (already in order)."""
-        parts: dict[tuple[Source | None, str, Source | None], Guard] = {}
-        for guard in guards:
-            other = guard.expected if guard.kind is GuardKind.DUPLICATE_INPUT else None
-            for source, template in self._parts(guard):
-                parts.setdefault((source, template, other), guard)
-        self._count_uses([s for source, _, other in parts for s in (source, other)])
-        for source, template, other in parts:
-            for value, placeholder in ((source, _V), (other, _W)):
-                self._uses[value] = self._uses.get(value, 0) + template.count(placeholder)
-        lines = []
-        for (source, template, other), guard in parts.items():
-            text = "".join(self._fill(piece, source, other)
-                           for piece in re.split(f"({_V}|{_W})", template))
-            loc = f"  # {format_location(guard.location)}" if guard.location is not None else ""
-            lines.append(text + loc)  # format_location keeps the text on one line
-        body = "\n            and ".join(lines) if lines else "True"
+        lines: dict[Guard, list[str]] = {}  # one line per guard: its tests
+        for test, source, other, guard, _ in self._tests(guards):
+            lines.setdefault(guard, []).append(self._fill(test, source, other))
+        body = "\n            and ".join(
+            " and ".join(tests) + ("" if guard.location is None else
+                                   f"  # {format_location(guard.location)}")  # one line
+            for guard, tests in lines.items()) or "True"
         return (f"def {self.fn_name}({_signature(self.code)}):\n"
                 f"    # guards of {qualname}\n"
                 f"    try:\n"
@@ -809,10 +975,49 @@ class _GuardCodegen:
                 f"    except Exception:\n"
                 f"        return False\n")
 
-    def _fill(self, piece: str, source: Source | None, other: Source | None) -> str:
-        """A piece of a split template: a placeholder becomes its source's expression."""
-        value = source if piece == _V else other if piece == _W else None
-        return piece if value is None else self.expr(value)
+    def render_explainer(self, guards: list[Guard], qualname: str,
+                         name: str) -> tuple[str, list[tuple[Guard, Check]]]:
+        """The explainer's source for `guards`, and the (guard, check) of each statement."""
+        error = f"{self.prefix}error"
+        statements, checks = [], []
+        for index, (test, source, other, guard, check) in enumerate(self._tests(guards)):
+            condition = self._fill(test, source, other)
+            self._quiet = True
+            got = self._fill(check.got or check.code, source, other)
+            self._quiet = False
+            statements.append(f"    try:\n"
+                              f"        if not ({condition}):\n"
+                              f"            return {index}, True, {got}\n"
+                              f"    except Exception as {error}:\n"
+                              f"        return {index}, False, {error}\n")
+            checks.append((guard, check))
+        return (f"def {name}({_signature(self.code)}):\n"
+                f"    # the first failing guard of {qualname}\n"
+                + "".join(statements) + "    return None\n"), checks
+
+    def _tests(self, guards: list[Guard]) -> list[tuple[str, Source | None, Source | None,
+                                                        Guard, Check]]:
+        """`(test template, source, other source, guard, check)` per distinct test, in order,
+        with the uses of every source counted (a source read twice gets a temporary)."""
+        tests: dict[tuple[Source | None, str, Source | None], tuple[Guard, Check]] = {}
+        for guard in guards:
+            other = guard.expected if guard.kind is GuardKind.DUPLICATE_INPUT else None
+            for check in _checks(guard, self):
+                test = check.op.code(check, check.code, self)
+                tests.setdefault((check.source, test, other), (guard, check))
+        self._count_uses([s for source, _, other in tests for s in (source, other)])
+        for source, test, other in tests:
+            for value, placeholder in ((source, _V), (other, _W)):
+                self._uses[value] = self._uses.get(value, 0) + test.count(placeholder)
+        return [(test, source, other, guard, check)
+                for (source, test, other), (guard, check) in tests.items()]
+
+    def _fill(self, template: str, source: Source | None, other: Source | None) -> str:
+        """`template` with each placeholder replaced by its source's expression."""
+        pieces = re.split(f"({_V}|{_W})", template)
+        return "".join(self.expr(source) if piece == _V and source is not None else
+                       self.expr(other) if piece == _W and other is not None else piece
+                       for piece in pieces)
 
     def _count_uses(self, sources: list[Source | None]) -> None:
         """Each distinct source read from a base counts as one use of that base."""
@@ -826,84 +1031,19 @@ class _GuardCodegen:
                     if link.base is not None:
                         self._uses[link.base] = self._uses.get(link.base, 0) + 1
 
-    def _parts(self, guard: Guard) -> list[tuple[Source | None, str]]:
-        """`(source, template)` checks of one guard; `_V` in a template is the source's value."""
-        kind, expected, source = guard.kind, guard.expected, guard.source
-        if kind is GuardKind.GRAD_MODE:
-            return [(source, _V if expected else f"not {_V}")]
-        if kind is GuardKind.TYPE_MATCH:
-            return [(source, f"{self.builtin('type')}({_V}) is {self.const(expected)}")]
-        if kind is GuardKind.ID_MATCH:
-            target = repr(expected) if expected is None or type(expected) is bool else self.const(
-                expected)
-            return [(source, f"{_V} is {target}")]
-        if kind is GuardKind.EQUALS_MATCH:
-            return [(source, check) for check in self._exact(_V, expected)]
-        if kind is GuardKind.CODE_MATCH:
-            return [(source, f"{_V}.__code__ is {self.const(expected)}")]
-        if kind is GuardKind.LENGTH_MATCH:
-            return [(source, f"{self.builtin('type')}({_V}) is {self.const(expected.type)}"),
-                    (source, f"{self.builtin('len')}({_V}) == {expected.length}")]
-        if kind is GuardKind.DICT_KEYS_MATCH:
-            keys = render_key(expected.keys) or self.const(expected.keys)
-            return [(source, f"{self.builtin('type')}({_V}) is {self.const(expected.type)}"),
-                    (source, f"{self.builtin('tuple')}({_V}) == {keys}")]
-        if kind is GuardKind.NOT_PRESENT:
-            return [self._absent(source)]
-        if kind is GuardKind.DUPLICATE_INPUT:
-            return [(source, f"{_V} is {_W}")]
-        if kind is GuardKind.SIZE_RELATION:
-            return [(None, expected.render(self.expr))]
-        return [(source, f"{self.builtin('type')}({_V}) is {self.const(expected.type)}"),
-                (source, self._tensor(expected))]
 
-    def _exact(self, expr: str, value: object) -> list[str]:
-        """Checks that `expr` equals `value` with the same types, recursively."""
-        if value is None or type(value) is bool:
-            return [f"{expr} is {value!r}"]
-        if type(value) is tuple:
-            checks = [f"{self.builtin('type')}({expr}) is {self.const(tuple)}",
-                      f"{self.builtin('len')}({expr}) == {len(value)}"]
-            for i, item in enumerate(value):
-                checks += self._exact(f"{expr}[{i}]", item)
-            return [" and ".join(checks)]
-        if not _is_constant(value):
-            return [f"{expr} is {self.const(value)}"]
-        check_type = f"{self.builtin('type')}({expr}) is {self.const(type(value))}"
-        if type(value) is float and value != value:
-            return [f"{check_type} and {expr} != {expr}"]
-        literal = render_key(value) or self.const(value)
-        return [f"{check_type} and {expr} == {literal}"]
-
-    def _absent(self, source: Source) -> tuple[Source | None, str]:
-        if isinstance(source, GlobalSource):
-            return (None, f"{source.global_name!r} not in {self.globals_dict()}")
-        assert source.base is not None, "NOT_PRESENT sources are validated by Guard"
-        if isinstance(source, AttrSource):
-            return (source.base, f"{source.attr!r} not in {_V}.__dict__")
-        assert isinstance(source, ItemSource), "NOT_PRESENT sources are validated by Guard"
-        return (source.base, f"{render_item_key(source.key, self)} not in {_V}")
-
-    def _tensor(self, expected: TensorMatch) -> str:
-        data = self._temp("d")
-        if None in expected.shape:
-            shape = [f"{self.builtin('len')}(({data} := {_V}._data).shape) == "
-                     f"{len(expected.shape)}"] + [f"{data}.shape[{d}] == {n}" for d, n in
-                                                  enumerate(expected.shape) if n is not None]
-        else:
-            shape = [f"({data} := {_V}._data).shape == {expected.shape!r}"]
-        checks = [*shape,
-                  f"{data}.dtype == {self.const(expected.dtype.np, 'np_' + expected.dtype.name)}",
-                  f"{_V}._requires_grad" if expected.requires_grad else f"not {_V}._requires_grad"]
-        if expected.strides == C_CONTIGUOUS:
-            checks.append(f"{data}.strides == {self.const(c_strides)}({data}.shape, "
-                          f"{expected.dtype.np.itemsize})")
-        elif expected.strides is not None:
-            itemsize = expected.dtype.np.itemsize
-            checks.append(f"{data}.strides == {tuple(s * itemsize for s in expected.strides)!r}")
-        if expected.storage_offset is not None:
-            checks.append(f"{_V}.storage_offset() == {expected.storage_offset}")
-        return " and ".join(checks)
+def _function(fn: Callable[..., Any], generator: _GuardCodegen, text: str, name: str,
+              what: str) -> types.FunctionType:
+    """The function `name` defined by `text`, reading `fn`'s globals, builtins and cells and
+    binding arguments with `fn`'s defaults."""
+    namespace: dict[str, Any] = {"__builtins__": builtins}
+    exec(compile(text, f"<jitgrad {what} for {fn.__qualname__}>", "exec"), namespace)
+    env = {"__builtins__": builtins, **generator.consts,
+           generator.names["G"]: fn.__globals__, generator.names["B"]: fn.__builtins__,
+           generator.names["C"]: fn.__closure__}
+    made = types.FunctionType(namespace[name].__code__, env, name, fn.__defaults__)
+    made.__kwdefaults__ = fn.__kwdefaults__
+    return made
 
 
 def _parameters(code: types.CodeType) -> list[str]:

@@ -6,12 +6,17 @@ For every pass/fail case the generated guard and `explain_failure` are both aske
 must agree: the fast path and the message come from the same guards.
 """
 
+import re
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitgrad as jg
+from jitgrad.eager.tensor import Tensor
+from jitgrad.trace import guards as guards_mod
 from jitgrad.trace.guards import (
     FailedGuard,
     Guard,
@@ -20,6 +25,7 @@ from jitgrad.trace.guards import (
     GuardSet,
     KeysMatch,
     LengthMatch,
+    SizeRelation,
     TensorMatch,
     explain_failure,
     guard_source,
@@ -34,6 +40,7 @@ from jitgrad.trace.sources import (
     GradModeSource,
     ItemSource,
     LocalSource,
+    SizeSource,
     TypeSource,
 )
 
@@ -621,8 +628,7 @@ def test_generated_source_reads_each_source_once_after_its_type_check():
         "        return (\n"
         "            __jg_grad_mode.enabled\n"
         "            and type(self) is __jg_Net  # model.py:10: `y = self.w * x`\n"
-        "            and type((__jg_t1 := self.w)) is __jg_Tensor\n"
-        "            and (__jg_d0 := __jg_t1._data).shape == (3,) and __jg_d0.dtype == __jg_np_float32 and not __jg_t1._requires_grad\n"
+        "            and type((__jg_t1 := self.w)) is __jg_Tensor and (__jg_d0 := __jg_t1._data).shape == (3,) and __jg_d0.dtype == __jg_float32 and not __jg_t1._requires_grad\n"
         "            and type(n) is int and n == 2\n"
         "            and type((__jg_t2 := __jg_G['SCALE'])) is float and __jg_t2 == 2.0\n"
         "            and type((__jg_t3 := self.cfg).a) is int\n"
@@ -686,3 +692,76 @@ def test_type_and_code_sources_can_be_guarded():
                         Guard("ID_MATCH", CodeSource(GlobalSource("HELPER")), HELPER.__code__))
     assert _check(guards, one, Net())
     assert not _check(guards, one, Other())
+
+
+# ----- the reason is the guard's own check (Note [One definition per guard kind]) ---------
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from(
+    [0.5, -0.0, 0.0, float("nan"), float("inf")]), st.sampled_from(["a", "b"]))
+_PLAIN = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.tuples(inner, inner), st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)), max_leaves=4)
+
+
+@st.composite
+def _tensors(draw):
+    shape = draw(st.lists(st.integers(1, 3), min_size=0, max_size=3))
+    dtype = draw(st.sampled_from([jg.float32, jg.float64, jg.int64]))
+    t = jg.zeros(*shape, dtype=dtype) if shape else jg.tensor(0, dtype=dtype)
+    if len(shape) >= 2 and draw(st.booleans()):
+        t = t.transpose(0, 1)
+    if shape and shape[0] > 1 and draw(st.booleans()):
+        t = t[1:]
+    if dtype is not jg.int64 and draw(st.booleans()):
+        t = t.detach().requires_grad_()
+    return t
+
+
+_VALUES = st.one_of(_PLAIN, _tensors(), st.sampled_from([Net, Other, len, one, np]))
+
+
+def _guards_on(draw, source, value) -> list[Guard]:
+    """The guards a trace could put on `source` having seen `value`."""
+    guards = [Guard("TYPE_MATCH", source, type(value))]
+    if isinstance(value, Tensor):
+        exact = value._data.strides == guards_mod.c_strides(value._data.shape,
+                                                            value._data.itemsize)
+        dynamic = frozenset(d for d in range(value.dim()) if exact and draw(st.booleans()))
+        guards.append(Guard("TENSOR_MATCH", source, TensorMatch.of(
+            value, strides=draw(st.booleans()), storage_offset=draw(st.booleans()),
+            dynamic=dynamic)))
+        if 0 in dynamic:
+            guards.append(Guard("SIZE_RELATION", source, SizeRelation(
+                ("size", SizeSource(source, 0)), draw(st.sampled_from(["<", "==", ">="])),
+                draw(st.integers(1, 3)))))
+    elif type(value) is list:
+        guards.append(Guard("LENGTH_MATCH", source, value))
+    elif type(value) is dict:
+        guards.append(Guard("DICT_KEYS_MATCH", source, value))
+    elif guards_mod._is_constant(value) or type(value) is tuple:
+        guards.append(Guard("EQUALS_MATCH", source, value))
+    else:
+        guards.append(Guard("ID_MATCH", source, value))
+    return guards
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_explain_failure_fails_exactly_the_calls_the_guard_rejects(data):
+    """The generated guard and explain_failure run the same checks: for any traced values and
+    any call, a reason is given exactly when the guard says no, and it names the source."""
+    def f(x, y):
+        return x
+
+    traced = data.draw(_VALUES), data.draw(_VALUES)
+    guards = [*_guards_on(data.draw, X, traced[0]),
+              *_guards_on(data.draw, LocalSource("y"), traced[1])]
+    if traced[0] is traced[1] or data.draw(st.booleans()):
+        guards.append(Guard("DUPLICATE_INPUT", LocalSource("y"), X))
+    guard_set = _guard_set(*guards)
+    call = tuple(value if data.draw(st.booleans()) else data.draw(_VALUES) for value in traced)
+    passed = guard_set.build_guard_fn(f)(*call)
+    failed = explain_failure(guard_set, f, call, {})
+    assert bool(passed) == (failed is None), failed
+    if failed is not None:
+        assert re.search(r"\b[xy]\b", failed.reason), failed.reason
