@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 import jitgrad as jg
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import guards as guards_mod
 from jitgrad.trace.guards import (
     FailedGuard,
     Guard,
@@ -27,9 +26,11 @@ from jitgrad.trace.guards import (
     LengthMatch,
     SizeRelation,
     TensorMatch,
+    c_strides,
     explain_failure,
     guard_source,
 )
+from jitgrad.trace.guards.kinds import is_constant
 from jitgrad.trace.sources import (
     AttrSource,
     BuiltinSource,
@@ -724,7 +725,7 @@ def _guards_on(draw, source, value) -> list[Guard]:
     """The guards a trace could put on `source` having seen `value`."""
     guards = [Guard("TYPE_MATCH", source, type(value))]
     if isinstance(value, Tensor):
-        exact = value._data.strides == guards_mod.c_strides(value._data.shape,
+        exact = value._data.strides == c_strides(value._data.shape,
                                                             value._data.itemsize)
         dynamic = frozenset(d for d in range(value.dim()) if exact and draw(st.booleans()))
         guards.append(Guard("TENSOR_MATCH", source, TensorMatch.of(
@@ -738,7 +739,7 @@ def _guards_on(draw, source, value) -> list[Guard]:
         guards.append(Guard("LENGTH_MATCH", source, value))
     elif type(value) is dict:
         guards.append(Guard("DICT_KEYS_MATCH", source, value))
-    elif guards_mod._is_constant(value) or type(value) is tuple:
+    elif is_constant(value) or type(value) is tuple:
         guards.append(Guard("EQUALS_MATCH", source, value))
     else:
         guards.append(Guard("ID_MATCH", source, value))
