@@ -33,8 +33,8 @@ def unary(g) -> bool:
         t_src, n_src = op.safe_torch, op.safe_numpy
     v = g.new_name()
     exact = exact_a and op.kind in ("exact", "disc")
-    if op.name == "to_float" and g.env[a].dtype == jitgrad.float64:
-        exact = False
+    if op.name == "to_float" and (g.env[a].dtype == jitgrad.float64 or "dtype_change" in g.used):
+        exact = False  # rounds a float64 operand: this call's, or a later call's (dtype_change)
     # numpy's float ufuncs give float16 for bool operands: widen first, as torch does
     n_a = f"f64({a})" if op.kind in ("smooth", "domain") or op.name in WIDEN else a
     n_line = None if n_src is None else f"{v} = " + n_src.format(a=n_a)
