@@ -17,7 +17,7 @@ import numpy as np
 
 from jitgrad.eager import grad_mode
 from jitgrad.eager.ops.checks import check_values
-from jitgrad.eager.ops.random import default_generator
+from jitgrad.eager.ops.random import undone_draws
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled, symbolic, user_objects
 from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
@@ -591,13 +591,13 @@ def _receiver(tx: Any, method: ObjectVar) -> Var:
 def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bool = True) -> Any:
     """Run real jitgrad code on fake tensors under the op recorder.
 
-    A call that draws random numbers would bake them into the graph as constants, so a
-    change of the default generator's state is undone and refused (dropout is captured:
-    its mask is an impure op drawn when the graph runs).
+    A call that draws random numbers outside a random op would bake them into the graph as
+    constants, so its draws are undone and it is refused (random factories, fills and
+    dropout are captured: Note [Random draws are ops]).
     """
-    state = default_generator.np.bit_generator.state
     try:
-        result = fn(*args, **kwargs)
+        with undone_draws() as drawn:
+            result = fn(*args, **kwargs)
     except Unsupported:
         raise
     except ValueError as err:
@@ -609,12 +609,11 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
     except Exception as err:  # the user's own error (shapes, dtypes): rerun eagerly shows it
         raise Unsupported("USER_ERROR",
                           f"{_name(fn)} raised {type(err).__name__}: {err}") from err
-    if default_generator.np.bit_generator.state != state:
-        # the draw is undone: the eager run at the break makes it, in eager's order
-        default_generator.np.bit_generator.state = state
-        raise Unsupported("RANDOM_OP", f"{_name(fn)} draws random numbers",
+    if drawn:  # undone: the eager run at the break draws them, in eager's order
+        raise Unsupported("RANDOM_OP", f"{_name(fn)} draws random numbers outside a random op",
                           "draw the random tensor outside the compiled function and pass "
-                          "it in (dropout is captured)")
+                          "it in (rand, randn, randint, *_like, in-place fills and dropout "
+                          "are captured)")
     return wrap_result(tx, result) if wrap else result
 
 

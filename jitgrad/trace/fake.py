@@ -724,9 +724,9 @@ class OpRecorder:
         self.location: Any = None
 
     def __call__(self, op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Any:
-        if not any(isinstance(x, FakeTensor) for x in inputs) and not _contains_fake_array(
-                (arrays, params)) and not symbolic.contains_symint(params):
-            return run_eagerly(apply_op, op, inputs, arrays, params)
+        if not op.impure and not any(isinstance(x, FakeTensor) for x in inputs) and not \
+                _contains_fake_array((arrays, params)) and not symbolic.contains_symint(params):
+            return run_eagerly(apply_op, op, inputs, arrays, params)  # a constant of the graph
         if _contains_fake_array(params):
             raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: its arguments were computed "
                               "from a traced tensor's values (e.g. a tensor index or mask)",

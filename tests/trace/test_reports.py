@@ -91,7 +91,7 @@ def with_backward(x):
 
 
 def with_random(x):
-    return x + jg.randn(3)
+    return jg.nn.Linear(3, 3)(x)  # its weight init draws outside a random op
 
 
 def with_item_branch(x):
@@ -135,9 +135,9 @@ def test_fullgraph_compile_error_text():
         jg.compile(with_random, fullgraph=True)(t(3))
     assert str(excinfo.value) == (
         "jitgrad graph break: random op\n"
-        "  why:  jitgrad.eager.ops.random.randn draws random numbers\n"
+        "  why:  jitgrad.nn.modules.linear.Linear draws random numbers outside a random op\n"
         "  fix:  draw the random tensor outside the compiled function and pass it in "
-        "(dropout is captured)\n"
+        "(rand, randn, randint, *_like, in-place fills and dropout are captured)\n"
         f"  at {FILE}:{line_of(with_random, 1)}\n"
-        "      return x + jg.randn(3)\n"
-        "                 ^^^^^^^^^^^")
+        "      return jg.nn.Linear(3, 3)(x)  # its weight init draws outside a random op\n"
+        "             ^^^^^^^^^^^^^^^^^^")

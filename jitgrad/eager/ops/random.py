@@ -13,17 +13,17 @@ reparameterized (derivatives.yaml: `mean: zeros_like(grad)`).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from jitgrad.eager import dtypes
-from jitgrad.eager.grad_mode import STATE
+from jitgrad.eager import dtypes, layout
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops._binary import binary, unary
-from jitgrad.eager.ops.creation import check_device, finish, like_layout, size_of
+from jitgrad.eager.ops.creation import ERR_INT_REQUIRES_GRAD, check_device, size_of
 from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
 from jitgrad.eager.tensor import CPU, Tensor
 
@@ -114,8 +114,32 @@ def set_rng_state(new_state: Tensor) -> None:
 
 
 def generator_of(generator: Generator | None) -> np.random.Generator:
-    """The numpy Generator to draw from: the given one's, else the default's."""
-    return (generator or default_generator).np
+    """The numpy Generator to draw from: the given one's, else the default's. Every draw
+    asks here, so an open `undone_draws` sees it."""
+    gen = generator or default_generator
+    if _JOURNALS:
+        _JOURNALS[-1].setdefault(gen, gen.np.bit_generator.state)
+    return gen.np
+
+
+_JOURNALS: list[dict[Generator, Any]] = []  # open `undone_draws`, innermost last
+
+
+@contextlib.contextmanager
+def undone_draws() -> Iterator[dict[Generator, Any]]:
+    """Run a block whose draws are undone on exit; yields the generators it drew from.
+
+    The tracer runs real code under it: numbers drawn while tracing would be baked into the
+    graph as constants, so such a call is refused and every generator put back as it was
+    (Note [Random draws are ops])."""
+    journal: dict[Generator, Any] = {}
+    _JOURNALS.append(journal)
+    try:
+        yield journal
+    finally:
+        _JOURNALS.pop()
+        for gen, state in journal.items():
+            gen.np.bit_generator.state = state
 
 
 # ----- sampling helpers (numpy arrays of a given dtype) ---------------------------------
@@ -154,12 +178,103 @@ def _normal(gen: np.random.Generator, shape: tuple[int, ...], np_dtype: np.dtype
     return z.astype(np_dtype, copy=False)
 
 
-def _integers(gen: np.random.Generator, low: int, high: int, shape: tuple[int, ...],
-              np_dtype: np.dtype) -> np.ndarray:
+def _integers(gen: np.random.Generator, shape: tuple[int, ...], np_dtype: np.dtype,
+              low: int, high: int) -> np.ndarray:
+    return gen.integers(low, high, shape, dtype=np.int64).astype(np_dtype, copy=False)
+
+
+def _check_bounds(low: int, high: int) -> None:
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
-    return gen.integers(low, high, shape, dtype=np.int64).astype(np_dtype, copy=False)
+
+
+def _all_integers(gen: np.random.Generator, shape: tuple[int, ...],
+                  np_dtype: np.dtype) -> np.ndarray:
+    """`random_()`: integers in [0, 2^mantissa] (the dtype's max for integer dtypes)."""
+    top = _RANDOM_MAX[np_dtype] if np_dtype in _RANDOM_MAX else int(np.iinfo(np_dtype).max)
+    return gen.integers(0, top, shape, dtype=np.int64, endpoint=True).astype(np_dtype,
+                                                                           copy=False)
+
+
+def _permutation(gen: np.random.Generator, shape: tuple[int, ...],
+                 np_dtype: np.dtype) -> np.ndarray:
+    return gen.permutation(shape[0]).astype(np_dtype, copy=False)
+
+
+def _exponential(gen: np.random.Generator, shape: tuple[int, ...], np_dtype: np.dtype,
+                 lambd: float) -> np.ndarray:
+    return gen.exponential(1.0 / lambd, shape).astype(np_dtype, copy=False)
+
+
+def _bernoulli(gen: np.random.Generator, shape: tuple[int, ...], np_dtype: np.dtype,
+               p: float) -> np.ndarray:
+    return (gen.random(shape) < p).astype(np_dtype)
+
+
+# the largest integer `random_()` draws: every value up to it is exact in the dtype
+_RANDOM_MAX = {np.dtype(np.float16): 2**11, np.dtype(np.float32): 2**24,
+               np.dtype(np.float64): 2**53, np.dtype(np.bool_): 1}
+
+
+# Note [Random draws are ops]
+# Every factory and fill draws through RANDOM (sizes from its params) or RANDOM_LIKE
+# (sizes and layout from its tensor input): impure ops, so never fused, erased or merged,
+# whose forward asks for the generator when it runs. A compiled graph therefore draws from
+# the default generator (or the one passed, itself a param of the node) at the point of
+# the program where eager draws, and after a `manual_seed` as eager does; nothing drawn
+# while tracing is baked into a graph (the tracer runs real code under `undone_draws` and
+# refuses a call that drew).
+_SAMPLERS: dict[str, Any] = {"uniform": _uniform, "normal": _normal, "integers": _integers,
+                             "all_integers": _all_integers, "permutation": _permutation,
+                             "exponential": _exponential, "bernoulli": _bernoulli}
+
+
+def _random_forward(*, sampler: str, shape: tuple[int, ...], np_dtype: np.dtype,
+                    generator: Generator | None, **params: Any) -> np.ndarray:
+    return _SAMPLERS[sampler](generator_of(generator), shape, np_dtype, **params)
+
+
+def _random_like_forward(like: np.ndarray, *, sampler: str, np_dtype: np.dtype,
+                         generator: Generator | None, **params: Any) -> np.ndarray:
+    values = _SAMPLERS[sampler](generator_of(generator), like.shape, np_dtype, **params)
+    if like.flags.c_contiguous:
+        return values
+    return layout.with_strides(values, layout.preserved_strides(like))
+
+
+def _random_like_meta(like: TensorMeta, *, np_dtype: np.dtype, **params: Any) -> TensorMeta:
+    if like.is_contiguous():
+        return TensorMeta(like.shape, np.dtype(np_dtype))
+    strides = layout.preserved_strides(like.zeros())
+    return TensorMeta(like.shape, np.dtype(np_dtype), strides)
+
+
+RANDOM = register("random", _random_forward, None, inputs=(), impure=True,
+                  elementwise=False, source="numpy PCG64 samplers (Note [Random draws are ops])",
+                  meta=lambda *, shape, np_dtype, **params: TensorMeta(tuple(shape),
+                                                                       np.dtype(np_dtype)))
+RANDOM_LIKE = register("random_like", _random_like_forward, None, inputs=("like",),
+                       impure=True, elementwise=False, meta=_random_like_meta,
+                       source="numpy PCG64 samplers (Note [Random draws are ops])")
+
+
+def _draw(sampler: str, shape: tuple[int, ...], np_dtype: np.dtype,
+          generator: Generator | None, requires_grad: bool = False, **params: Any) -> Tensor:
+    """A new tensor of `shape` drawn by `sampler`: a leaf (requires_grad as asked)."""
+    if requires_grad and np.dtype(np_dtype).kind != "f":
+        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=dtypes.from_numpy_dtype(np_dtype)))
+    out = apply_op(RANDOM, (), (), {"sampler": sampler, "shape": tuple(shape),
+                                    "np_dtype": np.dtype(np_dtype), "generator": generator,
+                                    **params})
+    return out.requires_grad_() if requires_grad else out
+
+
+def _draw_like(sampler: str, like: Tensor, np_dtype: np.dtype, generator: Generator | None,
+               **params: Any) -> Tensor:
+    """Samples with the shape and layout of `like` (`*_like`, the values of a fill)."""
+    return apply_op(RANDOM_LIKE, (like,), (like._data,), {
+        "sampler": sampler, "np_dtype": np.dtype(np_dtype), "generator": generator, **params})
 
 
 # ----- factories --------------------------------------------------------------------------
@@ -179,7 +294,7 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
     """
     check_device(device)
     np_dtype = _float_factory_dtype(dtype, "rand")
-    return finish(_uniform(generator_of(generator), size_of(size), np_dtype), requires_grad)
+    return _draw("uniform", size_of(size), np_dtype, generator, requires_grad)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
@@ -190,7 +305,7 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
     """
     check_device(device)
     np_dtype = _float_factory_dtype(dtype, "randn")
-    return finish(_normal(generator_of(generator), size_of(size), np_dtype), requires_grad)
+    return _draw("normal", size_of(size), np_dtype, generator, requires_grad)
 
 
 def randint(*args: Any, size: Sequence[int] | None = None, generator: Generator | None = None,
@@ -210,8 +325,9 @@ def randint(*args: Any, size: Sequence[int] | None = None, generator: Generator 
         size = args_list.pop()
     low, high = _bounds(args_list, bounds, "randint")
     np_dtype = dtypes.to_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
-    values = _integers(generator_of(generator), low, high, size_of((size,)), np_dtype)
-    return finish(values, requires_grad)
+    _check_bounds(low, high)
+    return _draw("integers", size_of((size,)), np_dtype, generator, requires_grad, low=low,
+                 high=high)
 
 
 def _bounds(args: list[Any], bounds: dict[str, int], what: str) -> tuple[int, int]:
@@ -234,8 +350,13 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     np_dtype = dtypes.to_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
-    values = generator_of(generator).permutation(int(n)).astype(np_dtype, copy=False)
-    return finish(values, requires_grad)
+    return _draw("permutation", (int(n),), np_dtype, generator, requires_grad)
+
+
+def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad and t._data.dtype.kind != "f":
+        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=t.dtype))
+    return t.requires_grad_() if requires_grad else t
 
 
 def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
@@ -248,8 +369,7 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any =
     check_device(device)
     np_dtype = _like_dtype(input, dtype)
     _require_float(np_dtype, "rand_like")
-    return finish(like_layout(_uniform(generator_of(generator), input._data.shape, np_dtype),
-                              input), requires_grad)
+    return _leaf(_draw_like("uniform", input, np_dtype, generator), requires_grad)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
@@ -258,8 +378,7 @@ def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any 
     check_device(device)
     np_dtype = _like_dtype(input, dtype)
     _require_float(np_dtype, "randn_like")
-    return finish(like_layout(_normal(generator_of(generator), input._data.shape, np_dtype),
-                              input), requires_grad)
+    return _leaf(_draw_like("normal", input, np_dtype, generator), requires_grad)
 
 
 def randint_like(input: Tensor, *args: int, generator: Generator | None = None,
@@ -271,9 +390,10 @@ def randint_like(input: Tensor, *args: int, generator: Generator | None = None,
     """
     check_device(device)
     low, high = _bounds(list(args), bounds, "randint_like")
-    values = _integers(generator_of(generator), low, high, input._data.shape,
-                       _like_dtype(input, dtype))
-    return finish(values, requires_grad)
+    _check_bounds(low, high)
+    np_dtype = _like_dtype(input, dtype)
+    values = _draw_like("integers", input, np_dtype, generator, low=low, high=high)
+    return _leaf(values, requires_grad)
 
 
 # ----- sampling ops with autograd (zero gradients, as PyTorch) ---------------------------
@@ -282,20 +402,20 @@ def _zero_grads(xp: Any, ctx: Any, g: Any) -> tuple:
     return tuple(xp.zeros_like(g) if m is not None else None for m in ctx.input_metadata)
 
 
-def _normal_forward(mean: Any, std: Any, generator: np.random.Generator) -> np.ndarray:
+def _normal_forward(mean: Any, std: Any, generator: Generator | None) -> np.ndarray:
     np_dtype = np.result_type(mean, std)
     shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
-    return (mean + std * generator.standard_normal(shape, dtype=_sample_dtype(np_dtype))
-            ).astype(np_dtype, copy=False)
+    z = generator_of(generator).standard_normal(shape, dtype=_sample_dtype(np_dtype))
+    return (mean + std * z).astype(np_dtype, copy=False)
 
 
-def _normal_meta(mean: Any, std: Any, generator: np.random.Generator) -> TensorMeta:
+def _normal_meta(mean: Any, std: Any, generator: Generator | None) -> TensorMeta:
     shapes = [x.shape for x in (mean, std) if isinstance(x, TensorMeta)]
     np_dtype = np.result_type(*[x.dtype if isinstance(x, TensorMeta) else x for x in (mean, std)])
     return TensorMeta(np.broadcast_shapes(*shapes), np_dtype)
 
 
-NORMAL = register("normal", _normal_forward, _zero_grads, meta=_normal_meta,
+NORMAL = register("normal", _normal_forward, _zero_grads, meta=_normal_meta, impure=True,
                   source="derivatives.yaml normal: mean/std get zeros_like(grad)")
 
 
@@ -310,14 +430,14 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
     Raises RuntimeError for a negative std or shapes that do not broadcast.
     """
     check_device(device)
-    gen = generator_of(generator)
     if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
         if size is None:
             raise TypeError("normal(mean: float, std: float) needs size=, e.g. "
                             "normal(0.0, 1.0, (3,)); or pass mean or std as a Tensor")
         _check_std(std)
         np_dtype = _float_factory_dtype(dtype, "normal")
-        return finish(_normal(gen, size_of((size,)), np_dtype, mean, std), requires_grad)
+        return _draw("normal", size_of((size,)), np_dtype, generator, requires_grad,
+                     mean=mean, std=std)
     if isinstance(std, Tensor):
         if (std._data < 0).any():
             raise RuntimeError("normal expects all elements of std >= 0.0")
@@ -326,7 +446,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Sequence[int] | None = None, *
     for x in (mean, std):
         if isinstance(x, Tensor):
             _require_float(x._data.dtype, "normal")
-    return binary(NORMAL, mean, std, generator=gen)
+    return binary(NORMAL, mean, std, generator=generator)
 
 
 def _check_std(std: float) -> None:
@@ -334,20 +454,21 @@ def _check_std(std: float) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
-def _bernoulli_forward(input: np.ndarray, p: float | None, generator: np.random.Generator
+def _bernoulli_forward(input: np.ndarray, p: float | None, generator: Generator | None
                        ) -> np.ndarray:
     probabilities = input if p is None else p
-    return (generator.random(input.shape) < probabilities).astype(input.dtype)
+    return (generator_of(generator).random(input.shape) < probabilities).astype(input.dtype)
 
 
 BERNOULLI = register("bernoulli", _bernoulli_forward, _zero_grads, inputs=("input",),
+                     impure=True,
                      meta=lambda probabilities, p, generator: TensorMeta(probabilities.shape,
                                                                          probabilities.dtype),
                      source="derivatives.yaml bernoulli: self gets zeros_like(grad)")
 
 
 def _dropout_mask_forward(input: np.ndarray, p: float) -> np.ndarray:
-    keep = default_generator.np.random(input.shape) >= p
+    keep = generator_of(None).random(input.shape) >= p
     return keep.astype(input.dtype) * input.dtype.type(1.0 / (1.0 - p))
 
 
@@ -376,7 +497,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     if not ((probabilities >= 0) & (probabilities <= 1)).all():
         raise RuntimeError("bernoulli: probabilities must be in [0, 1] (Expected p_in >= 0 "
                            "&& p_in <= 1 to be true, but got false.)")
-    return unary(BERNOULLI, input, p=p, generator=generator_of(generator))
+    return unary(BERNOULLI, input, p=p, generator=generator)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
@@ -424,23 +545,12 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 # ----- in-place fills ------------------------------------------------------------------
 
-def _fill_(t: Tensor, values: np.ndarray) -> Tensor:
-    """Write `values` into `t` as an in-place op: PyTorch's checks, then a version bump.
-
-    Raises RuntimeError as every in-place op does (leaf requiring grad, view of one, ...)
-    and for an expanded `t`.
-    """
-    from jitgrad.eager.ops.inplace import check_inplace, check_no_overlap
-
-    check_inplace(t)
-    check_no_overlap(t._data)
-    if STATE.enabled and t._requires_grad:
-        # the new values do not depend on t's old value: copy_ rebases t's history (and its
-        # view's base, if any) so that the old history gets a zero gradient
-        return t.copy_(Tensor._make(values))
-    t._data[...] = values
-    t._bump_version()
-    return t
+def _fill_(t: Tensor, values: Tensor) -> Tensor:
+    """Write `values` into `t` with `copy_`: an in-place op's checks (a leaf that requires
+    grad, an expanded `t`, ...: RuntimeError) and version bump; with grad enabled, a `t`
+    that requires grad has its history rebased (the old history gets a zero gradient: the
+    new values do not depend on it)."""
+    return t.copy_(values)
 
 
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *,
@@ -450,8 +560,8 @@ def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *,
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a:g} > to={b:g}")
-    return _fill_(self, _uniform(generator_of(generator), self._data.shape, self._data.dtype,
-                                 a, b))
+    return _fill_(self, _draw_like("uniform", self, self._data.dtype, generator, low=a,
+                                   high=b))
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
@@ -459,8 +569,8 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *,
     """Fill with N(mean, std^2) samples. Raises RuntimeError if std < 0."""
     _require_float(self._data.dtype, "normal_")
     _check_std(std)
-    return _fill_(self, _normal(generator_of(generator), self._data.shape, self._data.dtype,
-                                mean, std))
+    return _fill_(self, _draw_like("normal", self, self._data.dtype, generator, mean=mean,
+                                   std=std))
 
 
 def bernoulli_(self: Tensor, p: float | Tensor = 0.5, *,
@@ -473,13 +583,11 @@ def bernoulli_(self: Tensor, p: float | Tensor = 0.5, *,
     if not np.all((np.asarray(probabilities) >= 0) & (np.asarray(probabilities) <= 1)):
         shown = f"p={p:g}" if not isinstance(p, Tensor) else "values outside [0, 1] in p"
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got {shown}")
+    if not isinstance(p, Tensor):
+        return _fill_(self, _draw_like("bernoulli", self, self._data.dtype, generator,
+                                       p=float(p)))
     draws = generator_of(generator).random(self._data.shape) < probabilities
-    return _fill_(self, draws.astype(self._data.dtype))
-
-
-# the largest integer `random_()` draws: every value up to it is exact in the dtype
-_RANDOM_MAX = {np.dtype(np.float16): 2**11, np.dtype(np.float32): 2**24,
-               np.dtype(np.float64): 2**53, np.dtype(np.bool_): 1}
+    return _fill_(self, Tensor._make(draws.astype(self._data.dtype)))
 
 
 def random_(self: Tensor, *bounds: int, generator: Generator | None = None) -> Tensor:
@@ -489,18 +597,13 @@ def random_(self: Tensor, *bounds: int, generator: Generator | None = None) -> T
     Raises RuntimeError when from >= to.
     """
     np_dtype = self._data.dtype
-    gen = generator_of(generator)
-    if len(bounds) == 2:
-        values = _integers(gen, int(bounds[0]), int(bounds[1]), self._data.shape, np_dtype)
-    elif len(bounds) == 1:
-        values = _integers(gen, 0, int(bounds[0]), self._data.shape, np_dtype)
-    elif not bounds:
-        top = _RANDOM_MAX[np_dtype] if np_dtype in _RANDOM_MAX else int(np.iinfo(np_dtype).max)
-        values = gen.integers(0, top, self._data.shape, dtype=np.int64, endpoint=True)
-        values = values.astype(np_dtype, copy=False)
-    else:
+    if len(bounds) > 2:
         raise TypeError(f"random_() takes at most 2 bounds (from, to), got {len(bounds)}")
-    return _fill_(self, values)
+    if not bounds:
+        return _fill_(self, _draw_like("all_integers", self, np_dtype, generator))
+    low, high = (0, int(bounds[0])) if len(bounds) == 1 else (int(bounds[0]), int(bounds[1]))
+    _check_bounds(low, high)
+    return _fill_(self, _draw_like("integers", self, np_dtype, generator, low=low, high=high))
 
 
 def exponential_(self: Tensor, lambd: float = 1.0, *,
@@ -509,8 +612,8 @@ def exponential_(self: Tensor, lambd: float = 1.0, *,
     _require_float(self._data.dtype, "exponential_")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
-    values = generator_of(generator).exponential(1.0 / lambd, self._data.shape)
-    return _fill_(self, values.astype(self._data.dtype))
+    return _fill_(self, _draw_like("exponential", self, self._data.dtype, generator,
+                                   lambd=lambd))
 
 
 __all__ = ["Generator", "manual_seed", "default_generator", "seed", "initial_seed",
