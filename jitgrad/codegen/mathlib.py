@@ -7,7 +7,7 @@ so let LLVM's loop vectorizer turn a fused loop into SIMD code. `FUNCTIONS[(name
 is the table the kernel generator reads.
 
 Accuracy, measured by tests/codegen/test_mathlib.py over dense sweeps: float32 results are
-within 4 ulp of a float64 reference (sin/cos for |x| <= 1e4); float64 results within 4 ulp
+within 4 ulp of a float64 reference; float64 results within 4 ulp
 of an np.longdouble reference (vectorized forms) or of numpy's float64 libm (libm forms).
 NaN, ±inf, ±0, overflow, underflow and subnormals behave as numpy's ufuncs do.
 
@@ -393,13 +393,30 @@ _D_ERFC_Q = (  # monic
     _D(5.57535340817727675546e2),
 )
 _D_ERF_SATURATE = _D(4.0)  # erf(x) rounds to ±1 in float32 for |x| >= 3.92
-# pi/2 in three 33-bit parts (fdlibm e_rem_pio2.c): k * part is exact for |k| < 2**20
-_D_TWO_OVER_PI = _D(6.36619772367581382433e-01)
-_D_PIO2 = (
-    _D(1.57079632673412561417e00),
-    _D(6.07710050650619224932e-11),
-    _D(2.02226624871116645580e-21),
-)
+
+
+def _two_over_pi_bits(count: int, bits: int = 29) -> tuple:
+    """The first `count * bits` bits of the fraction of 2/pi, as `count` integers of `bits`
+    bits (float64s, exact), from pi computed exactly by Machin's formula in integers."""
+    precision = count * bits + 64  # guard bits against the series' truncation
+    one = 1 << precision
+
+    def arctan_of_inverse(n: int) -> int:  # arctan(1/n) * one
+        total, term, k, sign = 0, one // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term, k, sign = term // (n * n), k + 2, -sign
+        return total
+
+    two_over_pi = 2 * one * one // (16 * arctan_of_inverse(5) - 4 * arctan_of_inverse(239))
+    mask = (1 << bits) - 1
+    return tuple(_D((two_over_pi >> (precision - bits * (i + 1))) & mask) for i in range(count))
+
+
+# 2/pi = sum of _D_TWO_OVER_PI_BITS[i] * 2**(-29 (i + 1)): 203 bits, what a float32 of
+# exponent up to 127 needs (Note [Exact argument reduction])
+_D_TWO_OVER_PI_BITS = _two_over_pi_bits(7)
+_D_PIO2 = _D(math.pi / 2)
 # (-1)**n / (2n+1)! and (-1)**n / (2n)!, highest n first
 _D_SIN_TAYLOR = tuple(_D((-1) ** n / math.factorial(2 * n + 1)) for n in range(7, 0, -1))
 _D_COS_TAYLOR = tuple(_D((-1) ** n / math.factorial(2 * n)) for n in range(8, 0, -1))
@@ -442,35 +459,69 @@ def erf_f32(x):
     return y if x == x else x
 
 
+# Note [Exact argument reduction]
+# sin and cos of a float32 x reduce it to x = q pi/2 + r, |r| <= pi/4, exactly enough for
+# every finite x (Payne-Hanek, as numpy's libm; a Cody-Waite reduction by a rounded pi/2
+# loses all accuracy past |x| ~ 1e6: sin(3.4e38) came out 1.0 where numpy gives -0.52).
+# Write |x| = m 2**e (m < 2**24 an integer) and 2/pi = sum c_i 2**(-29 (i + 1)) (29-bit
+# integers c_i). A term m c_i 2**(e - 29 (i + 1)) that is a multiple of 4 does not change
+# |x| 2/pi mod 4, so the sum starts at the first chunk i0 whose term is not: three terms
+# from there (the first two taken mod 4 exactly) and a fourth, each a 53-bit product
+# (exact in float64), leave the fraction f = |x| 2/pi - q to about 2**-54, and the
+# truncation of 2/pi below 2**-62 (three terms left 2**-33 when 2**e ~ 2**30). Only
+# arithmetic, bit casts and selects: it vectorizes like the rest of the library.
+
 @_scalar
-def _sin_cos_quadrant(xd, shift):
-    """sin(xd + shift * pi/2) for finite xd, |xd| < 2**20 pi/2 for an exact reduction
-    (fdlibm's three-part Cody-Waite); sin, cos of the reduced r by Taylor series to r**15,
-    r**16 (truncation < 1e-16 for |r| <= pi/4)."""
-    k = np.floor(_mul_add(xd, _D_TWO_OVER_PI, _D_HALF))
-    r = _mul_add(k, -_D_PIO2[0], xd)
-    r = _mul_add(k, -_D_PIO2[1], r)
-    r = _mul_add(k, -_D_PIO2[2], r)
-    q = k + shift
-    quadrant = q - _D(4) * np.floor(q * _D_QUARTER)  # q mod 4, exact in float64
+def _pick(i, a, b, c, d):
+    return a if i == 0 else (b if i == 1 else (c if i == 2 else d))
+
+
+@_scalar
+def _reduce_half_pi_f32(x):
+    """(q, r) with |x| = q pi/2 + r, q in {0, 1, 2, 3} (a float64), |r| <= pi/4 (within
+    rounding), r to about 2**-54 absolute, for a finite float32 x (Note [Exact argument
+    reduction])."""
+    bits = _f32_as_i32(x)
+    biased = (bits >> 23) & 0xFF
+    m = _D((bits & 0x7FFFFF) | (0x800000 if biased != 0 else 0))  # subnormals: no hidden bit
+    e = (biased if biased != 0 else 1) - 150  # |x| = m 2**e
+    i0 = max((e - 2) // 29, 0)  # the terms of chunks before i0 are multiples of 4
+    scale = _i64_as_f64(np.int64(e - 29 * (i0 + 1) + 1023) << 52)  # 2**(e - 29 (i0 + 1))
+    c = _D_TWO_OVER_PI_BITS
+    t0 = m * _pick(i0, c[0], c[1], c[2], c[3]) * scale
+    t1 = m * _pick(i0, c[1], c[2], c[3], c[4]) * (scale * _D(2.0**-29))
+    t2 = m * _pick(i0, c[2], c[3], c[4], c[5]) * (scale * _D(2.0**-58))
+    t3 = m * _pick(i0, c[3], c[4], c[5], c[6]) * (scale * _D(2.0**-87))
+    t0 = t0 - _D(4) * np.floor(t0 * _D_QUARTER)  # exact: mod 4 of an exact product
+    t1 = t1 - _D(4) * np.floor(t1 * _D_QUARTER)
+    q = np.floor(t0 + t1 + t2 + _D_HALF)
+    f = (((t0 - q) + t1) + t2) + t3  # |t0 - q + t1| < 1: rounds only below 2**-53
+    return q - _D(4) * np.floor(q * _D_QUARTER), f * _D_PIO2
+
+
+@_scalar
+def _sin_cos_quadrant(x, shift):
+    """sin(|x| + shift * pi/2) for a finite float32 x, in float64: the reduction of Note
+    [Exact argument reduction], then sin, cos of r by Taylor series to r**15, r**16
+    (truncation < 1e-16 for |r| <= pi/4)."""
+    q, r = _reduce_half_pi_f32(x)
+    q = q + shift
+    quadrant = q - _D(4) * np.floor(q * _D_QUARTER)
     z = r * r
     sin_r = _mul_add(r * z, _polynomial(z, _D_SIN_TAYLOR), r)
     cos_r = _mul_add(z, _polynomial(z, _D_COS_TAYLOR), _D_ONE)
     odd = (quadrant == _D_ONE) | (quadrant == _D_THREE)
     v = cos_r if odd else sin_r
-    v = -v if quadrant >= _D_TWO else v
-    v = v if v < _D_ONE else _D_ONE  # an inexact reduction (huge |xd|) still gives |v| <= 1
-    return v if v > -_D_ONE else -_D_ONE
+    return -v if quadrant >= _D_TWO else v
 
 
 @_scalar
 def sin_f32(x):
-    """sin in float32 (vectorized, float64 inside); within 4 ulp for |x| <= 1.6e6. Beyond
-    that the reduction is inexact and results, though in [-1, 1], are not accurate (numpy
-    uses Payne-Hanek reduction there). sin(±inf) = nan."""
-    xd = _D(x)
-    finite = abs(xd) < _D_INF
-    y = _F(_sin_cos_quadrant(xd if finite else _D_ZERO, _D_ZERO))
+    """sin in float32 (vectorized, float64 inside); within 4 ulp for every finite x (Note
+    [Exact argument reduction]). sin(±inf) = nan."""
+    finite = abs(x) < _F_INF
+    v = _sin_cos_quadrant(x if finite else _F_ZERO, _D_ZERO)
+    y = _F(-v if x < _F_ZERO else v)
     y = y if finite else _F_NAN
     y = x if x == _F_ZERO else y
     return y if x == x else x
@@ -479,9 +530,8 @@ def sin_f32(x):
 @_scalar
 def cos_f32(x):
     """cos in float32 (vectorized, float64 inside); accuracy as sin_f32. cos(±inf) = nan."""
-    xd = _D(x)
-    finite = abs(xd) < _D_INF
-    y = _F(_sin_cos_quadrant(xd if finite else _D_ZERO, _D_ONE))
+    finite = abs(x) < _F_INF
+    y = _F(_sin_cos_quadrant(x if finite else _F_ZERO, _D_ONE))
     y = y if finite else _F_NAN
     return y if x == x else x
 

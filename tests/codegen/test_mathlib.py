@@ -140,8 +140,8 @@ def sweep(name, dtype):
         "sigmoid": (-big - 16, 40),
         "tanh": (-10, 10),
         "erf": (-5, 5),
-        "sin": (-1e4, 1e4),
-        "cos": (-1e4, 1e4),
+        "sin": (-1e7, 1e7),
+        "cos": (-1e7, 1e7),
         "log": (0, 10),
         "log1p": (-1, 10),
         "sqrt": (0, 100),
@@ -160,8 +160,6 @@ DTYPES = [F32, F64]
 @pytest.mark.parametrize("name", FUNCTION_NAMES)
 def test_unary_within_4_ulp_over_sweep(name, dtype):
     x = sweep(name, dtype)
-    if name in ("sin", "cos") and dtype == F32:
-        x = x[np.abs(x) <= 1e4]  # float32 sin/cos promise 4 ulp for |x| <= 1e4
     if name in ("log", "log1p", "sqrt", "rsqrt"):
         x = np.concatenate([x, np.abs(x)])  # the positive half of the wide sweep is the domain
     assert_within_ulp(name, x)
@@ -236,10 +234,6 @@ def assert_matches_numpy_special(name, out, expected):
 @pytest.mark.parametrize("name", FUNCTION_NAMES)
 def test_special_values_match_numpy(name, dtype):
     x = special_values(dtype)
-    if name in ("sin", "cos") and dtype == F32:
-        huge = x[np.abs(x) > 1e4]  # outside the 4 ulp promise: only bounded
-        assert np.all(np.abs(run(name, huge)[np.isfinite(huge)]) <= 1)
-        x = x[~(np.abs(x) > 1e4)]
     assert_matches_numpy_special(name, run(name, x), reference(name, dtype, x))
 
 
