@@ -254,6 +254,8 @@ class FakeTensor(Tensor):
         t = FakeTensor._make(self._data, False)
         t.__dict__["storage"] = self.storage
         t.__dict__["alias_of"] = (self, kind)
+        if self.__dict__.get("sym_shape") is not None:  # its sizes are the same symbols
+            t.__dict__["sym_shape"] = self.__dict__["sym_shape"]
         self.storage.tensors.append(t)
         return t
 
@@ -786,7 +788,9 @@ class OpRecorder:
         if array.dtype != x._data.dtype:
             node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})
             node.meta["promotion"] = True  # eager's op saves x itself, not this cast
-            FakeTensor.like(node, Tensor._make(array), x._requires_grad)
+            cast = FakeTensor.like(node, Tensor._make(array), x._requires_grad)
+            if x.__dict__.get("sym_shape") is not None:
+                cast.__dict__["sym_shape"] = x.__dict__["sym_shape"]
         return node
 
 

@@ -5,6 +5,7 @@ keep a generic graph from giving a wrong result (Note [Checking a symbolic trace
 Every test compares compiled with eager on every call, and counts traces exactly
 (`compiles`: traces that made a cache entry)."""
 
+import io
 import math
 import warnings
 
@@ -336,3 +337,37 @@ def test_strides_read_in_a_symbolic_trace_are_this_calls_strides():
     compiled = jg.compile(lambda a: (a * 2).t().stride(), dynamic=True)
     for n in (4, 6, 9):
         assert compiled(rand(3, n)) == (1, n)
+
+
+# Sizes of tensors made from a dynamic input, read at a graph break: every way of making a
+# tensor must carry the input's symbols (a `.detach()` alias carried none, so its numel was
+# the trace's, printed for every later size: campaign seed 1017257)
+MADE_FROM_INPUT = {
+    "detach": "a.detach()", "data": "a.data", "detach_mul": "a.detach() * 2",
+    "detach_t": "a.detach().t()", "data_clone": "a.data.clone()", "clone": "a.clone()",
+    "t": "a.t()", "reshape": "a.reshape(-1)", "view": "a.view(-1, 1)",
+    "contiguous": "a.t().contiguous()", "to_float64": "a.to(jg.float64)", "double": "a.double()",
+    "long_float": "a.long().float()", "slice": "a[1:]", "index": "a[0]",
+    "unsqueeze": "a.unsqueeze(0)", "expand": "a[:, :1].expand(-1, 3)", "cat": "jg.cat([a, a])",
+    "sum": "a.sum(1)", "where": "jg.where(a > 0, a, 0.0)", "zeros_like": "jg.zeros_like(a)",
+    "ones": "jg.ones(a.shape[0], 2)", "matmul": "a @ a.t()", "compare": "a > 0",
+    "add_int": "a + 1", "rand_like": "jg.rand_like(a)", "new_zeros": "a.new_zeros(a.shape)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MADE_FROM_INPUT))
+def test_sizes_read_at_a_break_follow_each_call(name):
+    source = (f"def f(a, sink):\n    v = {MADE_FROM_INPUT[name]}\n"
+              "    print(v.shape, v.numel(), v.stride(), file=sink)\n    return a * 1\n")
+    namespace = {"jg": jg}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    f = namespace["f"]
+    compiled = jg.compile(f, backend="eager")
+    got, want = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (3, 4, 6, 9, 12):
+            x = jg.ones(n, 2)
+            compiled(x, got)
+            f(x, want)
+    assert got.getvalue() == want.getvalue()
