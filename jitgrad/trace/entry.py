@@ -431,6 +431,9 @@ class CompiledFunction:
         frame = FrameValues.bind(fn, args, kwargs)
         example_inputs = _example_inputs(result, frame)
         graph_module = GraphModule(graph)
+        if result.shape_env.opaque:  # Note [Symbolic sizes]: not generic, compile it exact
+            cache.static_sizes |= frozenset(result.shape_env.sources)
+            return self._compile(args, kwargs)
         if result.shape_env.sources:
             try:
                 compiled: Any = SymbolicGraph(graph, self._backend, result, example_inputs, raw,

@@ -634,29 +634,39 @@ def _infer_sym_shapes(op: OpDef, outs: Any, inputs: tuple, arrays: tuple,
     The op's shape rule runs again at *probe* sizes (each symbol a little larger than its
     hint): a result size that stays put is static; one that moves is the candidate
     expression (an input size, a SymInt argument, a product of a run of input sizes, or
-    one of those plus a constant) that takes the same value at both the hints and the
-    probe. A size left unexplained stays static, so a wrong guess cannot give a wrong
-    result: every specialization checks each node's shape against these predictions
-    (jitgrad.trace.specialize)."""
+    one of those plus a constant, or a strided slice's `ceil((size - start) / step)`) that
+    takes the same value at both the hints and the probe. A size that stays put is checked
+    by every specialization, which compares each node's shape with these predictions
+    (jitgrad.trace.specialize); one that moved and is unexplained makes the trace `opaque`
+    (it is compiled at exact sizes): it may reach the caller through no node at all (the
+    shape of a view handed to a resume function, campaign seed 1031053)."""
     env = symbolic.ShapeEnv.active()
     sym_inputs = [x for x in inputs if isinstance(x, Tensor) and
                   x.__dict__.get("sym_shape") is not None]
     if env is None or not (sym_inputs or symbolic.contains_symint((inputs, params))):
         return
-    probe = [h + 1 + k for k, h in enumerate(env.hints)]
-    metas = tuple(TensorMeta(tuple(symbolic.substitute(sym_shape(x), probe)), a.dtype)
-                  if isinstance(x, Tensor) else symbolic.substitute(x, probe)
-                  for x, a in zip(inputs, arrays, strict=True))
-    try:
-        probed = op.infer_meta(metas, symbolic.substitute(params, probe))
-    except Exception:  # noqa: BLE001 - the op relies on a size equal to a constant
-        return
-    probed = (probed,) if isinstance(probed, TensorMeta) else tuple(probed)
+    # two probes: a size can stay put for one step of its symbols (ceil(n / 2) at n = 7, 8)
+    probes = [[h + 1 + k for k, h in enumerate(env.hints)],
+              [h + 3 + 2 * k for k, h in enumerate(env.hints)]]
+    probed = []
+    for probe in probes:
+        metas = tuple(TensorMeta(tuple(symbolic.substitute(sym_shape(x), probe)), a.dtype)
+                      if isinstance(x, Tensor) else symbolic.substitute(x, probe)
+                      for x, a in zip(inputs, arrays, strict=True))
+        try:
+            meta = op.infer_meta(metas, symbolic.substitute(params, probe))
+        except Exception:  # noqa: BLE001 - the op relies on a size equal to a constant
+            return
+        probed.append((meta,) if isinstance(meta, TensorMeta) else tuple(meta))
     candidates = [e for e in _candidate_exprs(inputs, params) if type(e) is not int]
-    for out, meta in zip(outs, probed, strict=True):
+    for i, out in enumerate(outs):
         sym = []
-        for hint, moved in zip(out._data.shape, meta.shape, strict=True):
-            expr = None if hint == moved else _explain(hint, moved, candidates, env, probe)
+        for d, hint in enumerate(out._data.shape):
+            moved = [p[i].shape[d] for p in probed]
+            expr = None if moved == [hint, hint] else _explain(hint, moved, candidates, env,
+                                                               probes)
+            if expr is None and moved != [hint, hint]:
+                env.opaque = True
             sym.append(hint if expr is None else symbolic.SymInt(hint, expr))
         if any(isinstance(n, symbolic.SymInt) for n in sym):
             out.__dict__["sym_shape"] = tuple(sym)
@@ -677,16 +687,31 @@ def _candidate_exprs(inputs: tuple, params: dict[str, Any]) -> list:
                 if isinstance(product, symbolic.SymInt):
                     exprs.append(product.expr)
     exprs += [v.expr for v in _flat(params) if isinstance(v, symbolic.SymInt)]
+    steps = [(v.start or 0, v.step) for v in _flat_slices(params)
+             if isinstance(v.step, int) and v.step > 1 and isinstance(v.start or 0, int)
+             and (v.start or 0) >= 0]
+    exprs += [("//", ("+", e, step - 1 - start), step) for start, step in steps for e in exprs]
     return list(dict.fromkeys(exprs))
 
 
-def _explain(hint: int, moved: int, candidates: list, env: symbolic.ShapeEnv,
-             probe: list[int]) -> Any:
+def _flat_slices(value: Any) -> list[slice]:
+    if isinstance(value, slice):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _flat_slices(v)]
+    if isinstance(value, (tuple, list)):
+        return [s for v in value for s in _flat_slices(v)]
+    return []
+
+
+def _explain(hint: int, moved: list[int], candidates: list, env: symbolic.ShapeEnv,
+             probes: list[list[int]]) -> Any:
     """The candidate (or candidate plus a constant) worth `hint` at the hints and `moved`
-    at the probe; None if none is."""
+    at the probes; None if none is."""
     for expr in candidates:
         at_hint = symbolic.evaluate(expr, env.hints)
-        if symbolic.evaluate(expr, probe) - at_hint == moved - hint:
+        if all(symbolic.evaluate(expr, probe) - at_hint == m - hint
+               for probe, m in zip(probes, moved, strict=True)):
             shift = hint - at_hint
             return expr if shift == 0 else ("+", expr, shift) if shift > 0 else \
                 ("-", expr, -shift)

@@ -261,6 +261,7 @@ class ShapeEnv:
         self.hints: list[int] = []
         self.aliases: list[tuple[Any, int]] = []  # (source, k): a dim duck-sized to symbol k
         self.relations: dict[tuple[Expr, str, Expr], Any] = {}
+        self.opaque = False  # a size followed the symbols in a way no expression here says
         self._by_source: dict[Any, int] = {}
 
     @classmethod
