@@ -663,10 +663,9 @@ def _infer_sym_shapes(op: OpDef, outs: Any, inputs: tuple, arrays: tuple,
         sym = []
         for d, hint in enumerate(out._data.shape):
             moved = [p[i].shape[d] for p in probed]
-            expr = None if moved == [hint, hint] else _explain(hint, moved, candidates, env,
-                                                               probes)
-            if expr is None and moved != [hint, hint]:
-                env.opaque = True
+            static = moved == [hint, hint]
+            expr = None if static else _explain(hint, moved, candidates, env, probes)
+            env.opaque |= expr is None and not static
             sym.append(hint if expr is None else symbolic.SymInt(hint, expr))
         if any(isinstance(n, symbolic.SymInt) for n in sym):
             out.__dict__["sym_shape"] = tuple(sym)

@@ -259,15 +259,18 @@ RANDOM_LIKE = register("random_like", _random_like_forward, None, inputs=("like"
                        source="numpy PCG64 samplers (Note [Random draws are ops])")
 
 
+def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad and t._data.dtype.kind != "f":
+        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=t.dtype))
+    return t.requires_grad_() if requires_grad else t
+
+
 def _draw(sampler: str, shape: tuple[int, ...], np_dtype: np.dtype,
           generator: Generator | None, requires_grad: bool = False, **params: Any) -> Tensor:
     """A new tensor of `shape` drawn by `sampler`: a leaf (requires_grad as asked)."""
-    if requires_grad and np.dtype(np_dtype).kind != "f":
-        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=dtypes.from_numpy_dtype(np_dtype)))
-    out = apply_op(RANDOM, (), (), {"sampler": sampler, "shape": tuple(shape),
-                                    "np_dtype": np.dtype(np_dtype), "generator": generator,
-                                    **params})
-    return out.requires_grad_() if requires_grad else out
+    return _leaf(apply_op(RANDOM, (), (), {"sampler": sampler, "shape": tuple(shape),
+                                           "np_dtype": np.dtype(np_dtype),
+                                           "generator": generator, **params}), requires_grad)
 
 
 def _draw_like(sampler: str, like: Tensor, np_dtype: np.dtype, generator: Generator | None,
@@ -351,12 +354,6 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     np_dtype = dtypes.to_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
     return _draw("permutation", (int(n),), np_dtype, generator, requires_grad)
-
-
-def _leaf(t: Tensor, requires_grad: bool) -> Tensor:
-    if requires_grad and t._data.dtype.kind != "f":
-        raise RuntimeError(ERR_INT_REQUIRES_GRAD.format(dtype=t.dtype))
-    return t.requires_grad_() if requires_grad else t
 
 
 def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
