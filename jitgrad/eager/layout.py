@@ -14,8 +14,8 @@ layout an eager call produces (see Note [Shape/dtype rules] in ops/registry.py).
 
 What layout a result gets is PyTorch's, not numpy's (Note [Result layouts] in
 ops/registry.py): `iterator_strides` is TensorIterator's stride-order rule for elementwise
-results, `preserved_strides` torch.preserve_format's for `*_like`, and `with_strides` lays
-an array out so.
+results, `index_strides` that rule as advanced indexing applies it, `preserved_strides`
+torch.preserve_format's for `*_like`, and `with_strides` lays an array out so.
 """
 
 from __future__ import annotations
@@ -98,8 +98,98 @@ def iterator_strides(shape: tuple[int, ...], operands: list[np.ndarray]) -> tupl
     one breaking its ties (equal strides: the smaller dim first); a broadcast dim (stride 0)
     has no say. The result is dense in that order: `x.t() * y` is strided like `x.t()`.
     """
+    return _dense_in_order(shape, [_broadcast_strides(a, shape) for a in operands])
+
+
+def index_strides(src: np.ndarray, index: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of `src[index]` (`shape`), where `index` holds integer arrays and
+    full slices (the advanced stage of Note [Basic then advanced] in ops/indexing.py), as
+    PyTorch lays out an advanced-indexing result: TensorIterator's rule over `src`
+    restrided (the indexed dims replaced by the index arrays' broadcast shape at stride 0;
+    moved to the front first when the arrays are separated by a slice, as numpy places
+    them) and each index array, broadcast to that shape, at stride 0 elsewhere
+    (TensorAdvancedIndexing's `restride_src`/`reshape_indexer`). So `c.t()[ids]` follows
+    `c.t()` in the dims it keeps: measured on torch 2.13. Any other index (a backward
+    formula's slices or masks) gives a C-contiguous copy."""
+    if type(index) is not tuple:
+        index = (index,)
+    if not any(type(item) is np.ndarray for item in index) or not all(
+            item == _FULL if type(item) is slice else
+            type(item) is np.ndarray and item.dtype.kind in "iu" for item in index):
+        return contiguous_strides(shape)
+    positions = [d for d, item in enumerate(index) if isinstance(item, np.ndarray)]
+    arrays = [index[d] for d in positions]
+    indexed = np.broadcast_shapes(*(a.shape for a in arrays))
+    own = element_strides(src)
+    if positions == list(range(positions[0], positions[-1] + 1)):
+        before, after = own[:positions[0]], own[positions[-1] + 1:]
+    else:
+        before, after = (), tuple(own[d] for d in range(src.ndim) if d not in positions)
+    operands = [before + (0,) * len(indexed) + after]
+    for a in arrays:  # expanded to the indexed shape, then viewed with 1s around it
+        expanded = _expanded_strides(a.shape, element_strides(a), indexed)
+        viewed = (1,) * len(before) + indexed + (1,) * len(after)
+        operands.append(_broadcast(_view_strides(indexed, expanded, viewed), viewed, shape))
+    return _dense_in_order(shape, operands)
+
+
+_FULL = slice(None)
+
+
+def _broadcast(strides: tuple[int, ...], own: tuple[int, ...], shape: tuple[int, ...]
+               ) -> tuple[int, ...]:
+    """`strides` of an operand of shape `own` as TensorIterator sees it in `shape`: a
+    broadcast dim (size 1 in `own` only) has stride 0; a size-1 dim keeps its stride."""
+    return tuple(0 if size == 1 and out != 1 else stride
+                 for stride, size, out in zip(strides, own, shape, strict=True))
+
+
+def _expanded_strides(own: tuple[int, ...], strides: tuple[int, ...], shape: tuple[int, ...]
+                      ) -> tuple[int, ...]:
+    """The strides `expand(shape)` gives (c10's inferExpandGeometry): a broadcast dim gets
+    0; a new leading dim of size 1 the span of the dim after it."""
+    out = [0] * len(shape)
+    lead = len(shape) - len(own)
+    for i in range(len(shape) - 1, -1, -1):
+        size = own[i - lead] if i >= lead else 1
+        if i >= lead:
+            stride = strides[i - lead]
+        else:
+            stride = shape[i + 1] * out[i + 1] if i + 1 < len(shape) else 1
+        out[i] = 0 if size != shape[i] else stride
+    return tuple(out)
+
+
+def _view_strides(own: tuple[int, ...], strides: tuple[int, ...], shape: tuple[int, ...]
+                  ) -> tuple[int, ...]:
+    """The strides `view(shape)` gives a tensor of shape `own` and `strides` that is
+    viewable so (ATen's computeStride): each run of dims that steps as one block is
+    spread over the new dims of the same element count, size-1 dims included."""
+    if not own:
+        return (1,) * len(shape)
+    if 0 in own:
+        return contiguous_strides(shape)
+    out = [0] * len(shape)
+    view_d = len(shape) - 1
+    base = strides[-1]
+    own_numel = view_numel = 1
+    for d in range(len(own) - 1, -1, -1):
+        own_numel *= own[d]
+        if d == 0 or (own[d - 1] != 1 and strides[d - 1] != own_numel * base):
+            while view_d >= 0 and (view_numel < own_numel or shape[view_d] == 1):
+                out[view_d] = view_numel * base
+                view_numel *= shape[view_d]
+                view_d -= 1
+            if d > 0:
+                base = strides[d - 1]
+                own_numel = view_numel = 1
+    return tuple(out)
+
+
+def _dense_in_order(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """Dense strides for `shape`, its dims ordered by the operands' `strides` (broadcast to
+    `shape`) with TensorIterator's insertion sort (see `iterator_strides`)."""
     ndim = len(shape)
-    strides = [_broadcast_strides(a, shape) for a in operands]
     perm = list(range(ndim - 1, -1, -1))  # perm[0] is the fastest-moving dim
     for i in range(1, ndim):
         dim1 = i
@@ -120,9 +210,7 @@ def iterator_strides(shape: tuple[int, ...], operands: list[np.ndarray]) -> tupl
 
 def _broadcast_strides(array: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
     lead = len(shape) - array.ndim
-    own = element_strides(array)
-    return (0,) * lead + tuple(0 if size == 1 and shape[lead + i] != 1 else own[i]
-                               for i, size in enumerate(array.shape))
+    return (0,) * lead + _broadcast(element_strides(array), array.shape, shape[lead:])
 
 
 def _dim_order(shape: tuple[int, ...], strides: list[tuple[int, ...]], dim0: int,
@@ -147,6 +235,8 @@ def with_strides(array: np.ndarray, strides: tuple[int, ...]) -> np.ndarray:
     out = np.empty([array.shape[d] for d in order], dtype=array.dtype)
     out = out.transpose(np.argsort(order))
     out[...] = array
+    if element_strides(out) != strides:  # a size-1 dim's stride: any value, never stepped
+        out = np.lib.stride_tricks.as_strided(out, strides=[s * out.itemsize for s in strides])
     return out
 
 

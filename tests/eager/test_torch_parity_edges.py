@@ -424,3 +424,73 @@ def test_a_leafs_first_gradient_is_laid_out_as_torchs(name):
     grad = leaf.grad
     loss(leaf).backward()  # a second gradient accumulates into the same tensor
     assert leaf.grad is grad and leaf.grad.stride() == expected
+
+
+# ----- advanced indexing lays out its result as torch's (campaign seed 1014645) -----------
+
+def _index_sources():
+    base = jg.arange(60.0).reshape(3, 4, 5)
+    return {"contiguous": base, "permuted": base.permute(2, 0, 1),
+            "transposed": jg.arange(20.0).reshape(4, 5).t(),
+            "size1": jg.arange(12.0).reshape(3, 4, 1).permute(1, 2, 0)}
+
+
+def _pair(x):
+    return (jg.tensor([0, 1]), slice(None), jg.tensor([1, 0])) if x.dim() == 3 else \
+        (jg.tensor([0, 1]), jg.tensor([1, 0]))
+
+
+INDEXES = {  # x -> the index
+    "rows": lambda x: jg.tensor([2, 0, 1]), "cols": lambda x: (slice(None), jg.tensor([2, 0])),
+    "last": lambda x: (..., jg.tensor([1, 0])), "list": lambda x: [1, 0],
+    "noncontiguous_ids": lambda x: jg.tensor([[0, 2, 1], [1, 1, 0]]).t(),
+    "noncontiguous_ids_dim1": lambda x: (slice(None), jg.tensor([[0, 2, 1], [1, 1, 0]]).t()),
+    "broadcast_pair": lambda x: (jg.tensor([[0], [1], [2]]), jg.tensor([1, 0])),
+    "separated": _pair, "one_id": lambda x: (slice(None), jg.tensor([0])),
+}
+INDEX_LAYOUTS = {  # torch 2.13's x[index].stride(); a missing pair raises IndexError there
+    "contiguous": {"broadcast_pair": (10, 5, 1), "cols": (10, 5, 1), "last": (8, 2, 1),
+                   "list": (20, 5, 1), "noncontiguous_ids": (20, 60, 5, 1),
+                   "noncontiguous_ids_dim1": (30, 5, 15, 1), "one_id": (5, 5, 1),
+                   "rows": (20, 5, 1), "separated": (4, 1)},
+    "permuted": {"broadcast_pair": (8, 4, 1), "cols": (1, 5, 10), "last": (2, 10, 1),
+                 "list": (12, 4, 1), "noncontiguous_ids": (12, 36, 4, 1),
+                 "noncontiguous_ids_dim1": (1, 5, 15, 30), "one_id": (1, 5, 5),
+                 "rows": (12, 4, 1), "separated": (3, 1)},
+    "size1": {"last": (2, 2, 1), "list": (3, 1, 1), "noncontiguous_ids": (1, 9, 9, 3),
+              "one_id": (1, 4, 4), "rows": (3, 1, 1), "separated": (1, 1)},
+    "transposed": {"broadcast_pair": (2, 1), "cols": (2, 1), "last": (2, 1), "list": (4, 1),
+                   "noncontiguous_ids": (4, 12, 1), "noncontiguous_ids_dim1": (6, 1, 3),
+                   "one_id": (1, 1), "rows": (4, 1), "separated": (1,)},
+}
+INDEX_PAIRS = [(s, i) for s in INDEX_LAYOUTS for i in INDEX_LAYOUTS[s]]
+
+
+@pytest.mark.parametrize("source,index", INDEX_PAIRS)
+def test_advanced_indexing_result_is_laid_out_as_torchs(source, index):
+    # the rule is TensorIterator's over the restrided source and the index arrays
+    x = _index_sources()[source]
+    y = x[INDEXES[index](x)]
+    assert y.stride() == INDEX_LAYOUTS[source][index]
+    as_numpy = INDEXES[index](x)
+    as_numpy = tuple(i.numpy() if isinstance(i, jg.Tensor) else i
+                     for i in (as_numpy if isinstance(as_numpy, tuple) else (as_numpy,)))
+    np.testing.assert_array_equal(y.numpy(), x.numpy()[as_numpy])
+
+
+@pytest.mark.parametrize("backend", ["numba", "eager"])
+@pytest.mark.parametrize("source", ["permuted", "transposed"])
+def test_compiled_indexing_by_a_tensor_input_is_laid_out_as_eager(backend, source):
+    # traced with unknown ids, `x[ids]` is an op of (x, ids): its result follows the rule too
+    def f(x, ids):
+        y = x[ids]
+        return y * 2, y.stride(), y.is_contiguous()
+
+    x = _index_sources()[source]
+    ids = jg.tensor([[0, 2, 1], [1, 1, 0]]).t()
+    expected = f(x, ids)
+    compiled = jg.compile(f, backend=backend)
+    for _ in range(2):
+        got = compiled(x, ids)
+        np.testing.assert_array_equal(got[0].numpy(), expected[0].numpy())
+        assert got[0].stride() == expected[0].stride() and got[1:] == expected[1:]

@@ -22,18 +22,32 @@ from typing import Any
 
 import numpy as np
 
+from jitgrad.eager import layout
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.checks import check_array, check_values
 from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.index_parsing import bounds_check, dim_index_error, parse_index
 from jitgrad.eager.ops.joining import along
-from jitgrad.eager.ops.registry import OPS, apply_op, register
+from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim, values_known
 from jitgrad.eager.views import make_view
 
 
 def _index_forward(x: np.ndarray, index: tuple) -> np.ndarray:
     return x[index]
+
+
+def _advanced_index_forward(x: np.ndarray, index: tuple) -> np.ndarray:
+    out = x[index]
+    return layout.with_strides(out, layout.index_strides(x, index, out.shape))
+
+
+def _rows_forward(x: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    return _advanced_index_forward(x, (ids,))
+
+
+def _rows_backward(xp: Any, ctx: Any, g: Any, ids: Any) -> tuple:
+    return xp.embedding_backward(g, ids, ctx.input_metadata[0][0][0]), None
 
 
 def _index_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -82,8 +96,10 @@ def _put_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 GETITEM = register("getitem", _index_forward, _index_backward,
                    source="zeros with g written into the indexed region")
-INDEX = register("index", _index_forward, _index_backward,
-                 source="index-add g into zeros (duplicates accumulate)")
+INDEX = register("index", _advanced_index_forward, _index_backward,
+                 source="index-add g into zeros (duplicates accumulate)", own_layout=True)
+INDEX_ROWS = register("index_rows", _rows_forward, _rows_backward, saves=("ids",),
+                      source="index-add of g into the rows of x", own_layout=True)
 INDEX_ADD_INTO = register("index_add_into", _index_add_into_forward, _index_add_into_backward,
                           source="adjoint of indexing: index the gradient")
 INDEX_PUT = register("index_put", _put_forward, _put_backward,
@@ -129,15 +145,14 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     if isinstance(index, Tensor) and index._data.dtype.kind in "iu" and index._data.ndim and \
             not values_known(index._data) and input._data.ndim:
         # a compiler is tracing and the ids are unknown: take rows with the ids as an op
-        # input (as embedding does), so the captured graph follows new ids on every call
+        # input, so the captured graph follows new ids on every call
         rows = input._data.shape[0]
         if rows and not input._data.size:
             # rows of no element: eager never reads the ids (index_parsing._check_arrays)
             index = index * 0
         else:
             index = check_values(index, **bounds_check(0, rows))
-        return apply_op(OPS["embedding"], (input, index), (input._data, index._data),
-                        {"padding_idx": None})
+        return apply_op(INDEX_ROWS, (input, index), (input._data, index._data))
     basic, advanced = parse_index(input._data.shape, index)
     out = input
     if basic is not None:

@@ -74,19 +74,23 @@ class OpDef:
     elementwise: the result is laid out as an elementwise op's (TensorIterator's rule over
               its operands, Note [Result layouts]); otherwise a fresh result is C-contiguous.
               Default: whether the op has a scalar form.
+    own_layout: the forward itself returns PyTorch's layout (advanced indexing, whose rule
+              reads the index arrays among its params); the layout step keeps it.
     """
 
     __slots__ = ("name", "forward", "backward", "saves", "save_index", "save_plan",
                  "input_names", "source", "node_class", "num_outputs", "differentiable", "meta",
-                 "impure", "scalar", "scalar_kinds", "elementwise")
+                 "impure", "scalar", "scalar_kinds", "elementwise", "own_layout")
 
     def __init__(self, name: str, forward: Callable, backward: Callable | None,
                  saves: tuple[str, ...] = (), source: str = "", num_outputs: int | None = 1,
                  node_name: str | None = None, inputs: tuple[str, ...] | None = None,
                  meta: Callable | None = None, saved_for: dict[str, str] | None = None,
                  impure: bool = False, scalar: Callable | None = None,
-                 scalar_kinds: str = "f", elementwise: bool | None = None) -> None:
+                 scalar_kinds: str = "f", elementwise: bool | None = None,
+                 own_layout: bool = False) -> None:
         self.name = name
+        self.own_layout = own_layout
         self.elementwise = scalar is not None if elementwise is None else elementwise
         self.impure = impure
         self.scalar = scalar
@@ -209,7 +213,8 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
              node_name: str | None = None, inputs: tuple[str, ...] | None = None,
              meta: Callable | None = None, saved_for: dict[str, str] | None = None,
              impure: bool = False, scalar: Callable | None = None,
-             scalar_kinds: str = "f", elementwise: bool | None = None) -> OpDef:
+             scalar_kinds: str = "f", elementwise: bool | None = None,
+             own_layout: bool = False) -> OpDef:
     """Define an op once and add it to `OPS`. Raises AssertionError on a duplicate name.
 
     inputs: names of the forward's tensor operands, needed when `forward` is a numpy
@@ -217,11 +222,11 @@ def register(name: str, forward: Callable, backward: Callable | None = None, *,
     meta: the op's shape/dtype rule when the default inference does not fit (see
     `OpDef.infer_meta`).
     scalar, scalar_kinds: a pointwise op's scalar form for codegen (see `OpDef`).
-    elementwise: its result's layout rule (see `OpDef`).
+    elementwise, own_layout: its result's layout rule (see `OpDef`).
     """
     assert name not in OPS, f"op {name!r} is defined twice"
     op = OpDef(name, forward, backward, saves, source, num_outputs, node_name, inputs, meta,
-               saved_for, impure, scalar, scalar_kinds, elementwise)
+               saved_for, impure, scalar, scalar_kinds, elementwise, own_layout)
     OPS[name] = op
     return op
 
@@ -366,7 +371,10 @@ _ONLY_OUTPUT = (-1,)
 # - the result of an elementwise op (`OpDef.elementwise`: pointwise ops, where, clamp,
 #   lerp, sort, flip, clone, casts) is laid out by TensorIterator's rule
 #   (layout.iterator_strides): `x.t() * y` is strided like `x.t()`;
-# - every other result (reductions, matmul, gather, advanced indexing, softmax, cat, a
+# - advanced indexing (`x[ids]`) applies that rule to the source restrided by the index
+#   and to the index arrays (layout.index_strides): its forward lays out its own result
+#   (`OpDef.own_layout`), since the rule reads the index arrays among the params;
+# - every other result (reductions, matmul, gather, index_select, softmax, cat, a
 #   clone asking for C order) is C-contiguous, whatever numpy chose: a square matmul of
 #   transposed operands is not transposed, though its shape is theirs.
 # When every operand and the result are C-contiguous (nearly always) nothing is checked.
@@ -394,8 +402,8 @@ def result_layout(op: OpDef, arrays: tuple, params: dict[str, Any], out: Any) ->
     if not isinstance(out, np.ndarray) or out.ndim < 2:
         return out
     operands = [a for a in arrays if isinstance(a, np.ndarray)]
-    if any(np.may_share_memory(out, a) for a in operands):
-        return out  # a view
+    if op.own_layout or any(np.may_share_memory(out, a) for a in operands):
+        return out  # laid out by the forward, or a view
     if op.elementwise and params.get("order") != "C":
         return layout.with_strides(out, layout.iterator_strides(out.shape, operands))
     return layout.with_strides(out, layout.contiguous_strides(out.shape))
