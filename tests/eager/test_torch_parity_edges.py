@@ -63,6 +63,11 @@ EMPTY_RESULT_INDEXING = {  # torch 2.13 returns these shapes without reading the
     "list_index": ((0, 5), lambda x: x[:, [8]], (0, 1)),
     "empty_index_broadcast": ((3, 4), lambda x: x[jg.tensor([5]), jg.tensor([], dtype=jg.int64)],
                               (0,)),
+    # the broadcast indices are empty, so the dim of size 0 is never indexed
+    "empty_broadcast_into_0": ((0, 3), lambda x: x[jg.tensor([[0], [0]]),
+                                                   jg.tensor([], dtype=jg.int64)], (2, 0)),
+    "empty_mask_into_0": ((0, 3, 2), lambda x: x[jg.tensor([[0], [0]]), 1,
+                                                 jg.tensor([False, False])], (2, 0)),
 }
 
 

@@ -238,7 +238,8 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
 def _check_arrays(advanced: dict[int, np.ndarray], sizes: dict[int, tuple[int, int]],
                   view_shape: Callable[[], tuple[int, ...]]) -> None:
     """Bounds-check (and wrap) the int arrays of `advanced` in place, as PyTorch's index
-    kernel: an index into a dim of size 0 raises; otherwise, when the result selects no
+    kernel: an index into a dim of size 0 raises unless the broadcast indices are empty
+    (`zeros(0, 3)[ids_2x1, empty]` is (2, 0)); otherwise, when the result selects no
     element (an empty index or another dim of the view is 0), indices are never read, so
     out-of-range ones do not raise (`zeros(0, 5)[:, [8]]` is empty).
 
@@ -249,7 +250,8 @@ def _check_arrays(advanced: dict[int, np.ndarray], sizes: dict[int, tuple[int, i
         for d, (number, size) in sizes.items():
             advanced[d] = checked_array(advanced[d], number, size)
     except IndexError:
-        if any(size == 0 and advanced[d].size for d, (_, size) in sizes.items()):
+        picked = np.broadcast_shapes(*(np.shape(a) for a in advanced.values()))
+        if 0 not in picked and any(size == 0 for _, size in sizes.values()):
             raise IndexError("index is out of bounds for dimension with size 0") from None
         if not _selects_nothing(advanced, view_shape()):
             raise
