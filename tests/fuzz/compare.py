@@ -165,8 +165,9 @@ def compare_call(program, call_index, ref: dict, got: dict, typed: bool,
                  other_rounding: bool = False, exact: dict | None = None) -> list:
     """Mismatches of one call (typed: compare dtypes and grads, false for numpy;
     other_rounding: `got` rounds in its own order, as torch's vectorized kernels do;
-    exact: the float64 numpy translation's results of the call, if any, which decide
-    value mismatches of outputs as `as_accurate_as_reference` says)."""
+    exact: float64 results of the call, if any, which decide value mismatches as
+    `as_accurate_as_reference` says: outputs from the numpy translation, grads from eager
+    jitgrad's run of the widened program, `tests.fuzz.runner.widened`)."""
     if "raise" in ref or "raise" in got:
         if "raise" in ref and "raise" in got:
             return [] if ref["raise"] == got["raise"] else [
@@ -197,8 +198,8 @@ def compare_call(program, call_index, ref: dict, got: dict, typed: bool,
         for j, (r, g) in enumerate(zip(ref[key], got[key], strict=False)):
             tol = 16 * eps_of(program, call, r) * depth
             kind = describe_diff(r, g, tol, scale, typed, overflow_order_of(program))
-            if kind == "value" and key == "outputs" and exact is not None and \
-                    j < len(exact.get(key, ())) and \
+            if kind == "value" and key in ("outputs", "grads") and exact is not None and \
+                    j < len(exact.get(key, ()) or ()) and \
                     as_accurate_as_reference(r, g, exact[key][j], tol, scale):
                 kind = None
             if kind is not None:

@@ -52,8 +52,10 @@ still compare):
   the generator writes no value requiring grad into one (torch may then refuse autograd).
 """
 
+import dataclasses
 import linecache
 import os
+import re
 import tempfile
 import warnings
 
@@ -86,6 +88,24 @@ def run_jitgrad(program, backend: str) -> list[dict]:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return [harness.run_call(jitgrad, fn, call, sink) for call in program.calls]
+
+
+# text that makes a program's path depend on its float width: then a float64 run of it is
+# not the same computation, so it is no reference for the float32 one
+_WIDTH_DEPENDENT = re.compile(r"\.(float|half|double|bfloat16|to|type)\(|dtype|\bfloat(16|32|64)\b")
+
+
+def widened(program):
+    """`program` with its float32 inputs passed as float64, or None where its path depends on
+    the width (casts, dtypes): eager jitgrad's run of it is the gradient reference of
+    `tests.fuzz.compare.as_accurate_as_reference`, which the numpy translation (values only)
+    cannot give."""
+    if _WIDTH_DEPENDENT.search(program.source):
+        return None
+    calls = [[dict(spec, array=spec["array"].astype(np.float64))
+              if spec["kind"] == "tensor" and spec["array"].dtype == np.float32 else spec
+              for spec in call] for call in program.calls]
+    return dataclasses.replace(program, calls=calls)
 
 
 def numpy_args(call: list[dict]) -> list:
