@@ -67,9 +67,10 @@ from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.views import rebuild_view
 from jitgrad.trace import report
-from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, Unsupported, recording
+from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.user_lines import add_user_location
 
 ERR_CREATE_GRAPH = (
@@ -228,7 +229,7 @@ def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
                 env[node] = node.target(*args, **kwargs)
                 _carry_saving_meta(node, env[node])
             else:
-                raise Unsupported("JOINT_GRAPH", f"{node.target!r} has no backward formula "
+                raise Unsupported(BreakKind.JOINT_GRAPH, f"{node.target!r} has no backward formula "
                                   "the compiler can trace")
 
 
@@ -305,7 +306,7 @@ def _run_backward(calls: list, recorder: OpRecorder, grads: _Gradients) -> _Grad
             _overwritten_message(v, captured) for v in saved) if message is not None)
         input_grads = op.backward(xp.TENSOR, ctx, g_arg, *saved)
         if len(input_grads) != len(inputs):
-            raise Unsupported("JOINT_GRAPH", f"{op.name}: its backward returned "
+            raise Unsupported(BreakKind.JOINT_GRAPH, f"{op.name}: its backward returned "
                               f"{len(input_grads)} gradients for {len(inputs)} inputs")
         for index, (x, grad) in enumerate(zip(inputs, input_grads, strict=True)):
             if grad is None or not ctx.needs_input_grad[index]:

@@ -33,9 +33,9 @@ from jitgrad.codegen.program import build_program_graph
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import report
-from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.unsupported import Unsupported
 
 _LOG = config.logger("output_code")
 _PERF_LOG = config.logger("perf_hints")

@@ -30,10 +30,10 @@ from typing import Any
 from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.trace import analysis
 from jitgrad.trace.bytecode import binary_op_symbol, line_at
-from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.instructions import decode
 from jitgrad.trace.resume import build_resume_code, user_function_name
 from jitgrad.trace.translator import Translator
+from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.variables import (
     GradModeExitVar,
     NullVar,
@@ -49,7 +49,7 @@ _BRANCHES = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_BACKWARD_IF_TRUE": True
 # the graph cannot hold): operands they pop, and whether they push a result.
 _STATEMENTS = {"STORE_ATTR": (2, False), "STORE_GLOBAL": (1, False),
                "STORE_SUBSCR": (3, False), "BINARY_OP": (2, True), "COMPARE_OP": (2, True)}
-_OPERATOR_BREAKS = {"INPLACE_ON_TENSOR", "DYNAMIC_NUMBER"}
+_OPERATOR_BREAKS = frozenset({BreakKind.INPLACE_ON_TENSOR, BreakKind.DYNAMIC_NUMBER})
 
 
 @dataclasses.dataclass
@@ -71,17 +71,17 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
     The message of a refusal says why (every reason that applies), for the frame outcome.
     """
     instruction = getattr(err, "root_instruction", None)
-    if instruction is None or err.kind == "USER_ERROR":  # the eager run shows user errors
+    if instruction is None or err.kind == BreakKind.USER_ERROR:  # the eager run shows user errors
         raise err
     code = fn.__code__
     instrs = decode(code)
     at = next(i for i in instrs if i.offset == instruction.offset)
     blocks = analysis.exn_blocks(instrs, at)
-    if err.kind == "RAISE" and instruction.opname == "RAISE_VARARGS" and \
+    if err.kind == BreakKind.RAISE and instruction.opname == "RAISE_VARARGS" and \
             all(b.kind == "with" for b in blocks):
         # no handler in this frame: the call raises, so the eager run raises it at the
         # user's line (Note [User errors] in entry.py), and the next call traces again
-        raised = Unsupported("USER_ERROR", "the function raises an exception on these "
+        raised = Unsupported(BreakKind.USER_ERROR, "the function raises an exception on these "
                              "arguments")
         raised.location = getattr(err, "location", None)
         raise raised

@@ -20,8 +20,9 @@ from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import undone_draws
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import disabled, symbolic, user_objects
-from jitgrad.trace.fake import FakeNumber, FakeTensor, Unsupported
+from jitgrad.trace.fake import FakeNumber, FakeTensor
 from jitgrad.trace.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
+from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
@@ -87,9 +88,10 @@ def constant(tx: Any, var: Var) -> Any:
         tx.ctx.guard_constant(ConstVar(value, source=var.source))
         return value
     if isinstance(var, TensorVar):
-        raise Unsupported("TENSOR_TO_PYTHON", "a tensor was used where a Python constant is "
+        raise Unsupported(BreakKind.TENSOR_TO_PYTHON,
+                          "a tensor was used where a Python constant is "
                           "needed", "keep the computation in tensors")
-    raise Unsupported("UNSUPPORTED_VALUE", f"a {type(var).__name__} used as a constant")
+    raise Unsupported(BreakKind.UNSUPPORTED_VALUE, f"a {type(var).__name__} used as a constant")
 
 
 class _Specialized:
@@ -122,7 +124,8 @@ def to_python(tx: Any, var: Var) -> Any:
         # real code gets an iterator over its items (`clip_grad_norm_(m.parameters(), 1)`):
         # the generator runs to its end first, so the code sees the same items in order
         return iter([to_python(tx, v) for v in unpack_iterable(tx, var)])
-    raise Unsupported("UNSUPPORTED_VALUE", f"cannot pass a {type(var).__name__} to a jitgrad "
+    raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
+                      f"cannot pass a {type(var).__name__} to a jitgrad "
                       "function while tracing")
 
 
@@ -195,14 +198,14 @@ def unpack_iterable(tx: Any, var: Var) -> list[Var]:
             method_var = ObjectVar(method, source=var.source and AttrSource(
                 TypeSource(var.source), "__iter__"))
             return unpack_iterable(tx, tx.ctx.inline_function(tx, method, method_var, [var], {}))
-    raise Unsupported("UNSUPPORTED_ITERATION", f"iterating over a {type(var).__name__}"
+    raise Unsupported(BreakKind.UNSUPPORTED_ITERATION, f"iterating over a {type(var).__name__}"
                       + (f" ({type(var.value).__name__})" if isinstance(var, ObjectVar) else ""))
 
 
 def truth(tx: Any, var: Var) -> bool:
     """`bool(var)` for a branch; a tensor here is a data-dependent branch."""
     if isinstance(var, TensorVar):
-        raise Unsupported("DATA_DEPENDENT_BRANCH", "a branch depends on a tensor's value",
+        raise Unsupported(BreakKind.DATA_DEPENDENT_BRANCH, "a branch depends on a tensor's value",
                           "use torch.where, or compute the condition outside the compiled "
                           "function")
     if isinstance(var, (TupleVar, ListVar, DictVar)):
@@ -263,7 +266,7 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
         # `tuple(h.shape) != (2, 3)`: items are trace-time constants (a tensor item raises)
         return ConstVar(fn(*[_constant_items(tx, a) for a in args]))
     if any(isinstance(a, (ListVar, TupleVar, DictVar)) for a in args):
-        raise Unsupported("UNSUPPORTED_OPERATOR", f"{fn.__name__} on containers")
+        raise Unsupported(BreakKind.UNSUPPORTED_OPERATOR, f"{fn.__name__} on containers")
     return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
 
 
@@ -274,7 +277,8 @@ def _number_operator(tx: Any, fn: Any, args: list[Var]) -> Var:
     graph runs (a `check_values` node, Note [Value checks in graphs]). Other operators
     (`**`, bit operations) run in Python at a graph break."""
     if fn not in _COMPARISONS and fn not in _NUMBER_ARITHMETIC:
-        raise Unsupported("DYNAMIC_NUMBER", f"Python `{fn.__name__}` on a number that changes "
+        raise Unsupported(BreakKind.DYNAMIC_NUMBER,
+                          f"Python `{fn.__name__}` on a number that changes "
                           "between calls (it is a graph input)", "it runs in Python between "
                           "graphs; use it in tensor ops to keep it in the graph")
     values = [to_python(tx, a) for a in args]
@@ -305,7 +309,7 @@ def _nonzero_divisor(value: Any, message: str) -> Any:
     FakeNumber."""
     if not isinstance(value, FakeNumber):
         if value == 0:
-            raise Unsupported("USER_ERROR", f"ZeroDivisionError: {message}",
+            raise Unsupported(BreakKind.USER_ERROR, f"ZeroDivisionError: {message}",
                               "the eager run shows the error at your line")
         return value
     return check_values(value, reject="zero", error="ZeroDivisionError", message=message)
@@ -322,7 +326,7 @@ def _repeat_sequence(tx: Any, a: Var, b: Var) -> Var:
     """`[x] * n` or `n * (x, y)`: the items repeated, for an int n fixed at trace time."""
     sequence, count = (a, b) if isinstance(a, (ListVar, TupleVar)) else (b, a)
     if not isinstance(count, ConstVar) or not isinstance(count.value, int):
-        raise Unsupported("UNSUPPORTED_OPERATOR", "mul of a container by a non-constant")
+        raise Unsupported(BreakKind.UNSUPPORTED_OPERATOR, "mul of a container by a non-constant")
     items = unpack_iterable(tx, sequence) * constant(tx, count)
     return ListVar(items) if isinstance(sequence, ListVar) else TupleVar(items)
 
@@ -360,7 +364,8 @@ def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
         if container.source is not None:
             tx.ctx.side_effects.mutated(container)
         return
-    raise Unsupported("SIDE_EFFECT", "item assignment into an object from outside the compiled "
+    raise Unsupported(BreakKind.SIDE_EFFECT,
+                      "item assignment into an object from outside the compiled "
                       "function", "build a new value and return it")
 
 
@@ -371,7 +376,7 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
         if name == "grad":
             return tx.ctx.grad_of(obj)
         if name in _TENSOR_ATTRIBUTES_NOT_TRACEABLE:
-            raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"Tensor.{name} of a traced tensor",
+            raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name} of a traced tensor",
                               f"read .{name} outside the compiled function")
         value = run_real(tx, getattr, [obj.fake, name], {}, wrap=False)
         if callable(value) and not isinstance(value, Tensor):
@@ -400,8 +405,9 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
     if isinstance(obj, SuperVar):
         return user_objects.load_super_attr(tx, obj, name)
     if isinstance(obj, GradModeVar) and name in ("__enter__", "__exit__"):
-        raise Unsupported("UNSUPPORTED_CONTEXT_MANAGER", "calling __enter__/__exit__ directly")
-    raise Unsupported("UNSUPPORTED_ATTRIBUTE", f".{name} of a {type(obj).__name__}")
+        raise Unsupported(BreakKind.UNSUPPORTED_CONTEXT_MANAGER,
+                          "calling __enter__/__exit__ directly")
+    raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE, f".{name} of a {type(obj).__name__}")
 
 
 def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
@@ -417,7 +423,7 @@ def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
         tx.ctx.guard_type(obj)
         tx.ctx.side_effects.store_attr(obj, name, value)
         return
-    raise Unsupported("SIDE_EFFECT", f"attribute assignment `.{name} = ...` on an object "
+    raise Unsupported(BreakKind.SIDE_EFFECT, f"attribute assignment `.{name} = ...` on an object "
                       "the tracer does not track", "return the new value and assign it outside")
 
 
@@ -443,14 +449,15 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if isinstance(fn, ConstVar) and callable(fn.value):  # e.g. a class in co_consts
         return call_object(tx, ObjectVar(fn.value, source=fn.source), args, kwargs)
     if isinstance(fn, ConstVar):  # `f(x)` with f an int or None: eager's TypeError
-        raise Unsupported("USER_ERROR", f"'{type(fn.value).__name__}' object is not callable")
-    raise Unsupported("UNSUPPORTED_CALL", f"calling a {type(fn).__name__}")
+        raise Unsupported(BreakKind.USER_ERROR,
+                          f"'{type(fn.value).__name__}' object is not callable")
+    raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"calling a {type(fn).__name__}")
 
 
 def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     value = fn.value
     if not callable(value):
-        raise Unsupported("USER_ERROR", f"'{type(value).__name__}' object is not callable")
+        raise Unsupported(BreakKind.USER_ERROR, f"'{type(value).__name__}' object is not callable")
     if value in _GRAD_MODE_MANAGERS and not args and not kwargs:
         return GradModeVar(_GRAD_MODE_MANAGERS[value])
     if value is grad_mode.set_grad_enabled and len(args) == 1 and not kwargs:
@@ -460,11 +467,11 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
     if value is grad_mode.inference_mode and len(args) <= 1 and not kwargs:
         return GradModeVar(not (constant(tx, args[0]) if args else True))
     if disabled.is_disabled(value):
-        raise Unsupported("DISABLED_CALLEE", f"{_name(value)} is marked jitgrad.disable",
+        raise Unsupported(BreakKind.DISABLED_CALLEE, f"{_name(value)} is marked jitgrad.disable",
                           "call it outside the compiled function, or remove "
                           "jitgrad.disable to compile it")
     if value is disabled.graph_break:
-        raise Unsupported("EXPLICIT_BREAK", "jitgrad.graph_break() was called")
+        raise Unsupported(BreakKind.EXPLICIT_BREAK, "jitgrad.graph_break() was called")
     if value is object.__setattr__ and len(args) == 3 and not kwargs and isinstance(
             args[0], UserObjectVar):  # a frozen dataclass's __init__
         user_objects.set_attr(args[0], constant(tx, args[1]), args[2])
@@ -520,7 +527,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
             tx.ctx.guard_identity(fn)
         return run_real(tx, value, [to_python(tx, a) for a in args],
                         {k: to_python(tx, v) for k, v in kwargs.items()})
-    raise Unsupported("UNSUPPORTED_CALL", f"call to {_name(value)}, which the tracer does not "
+    raise Unsupported(BreakKind.UNSUPPORTED_CALL,
+                      f"call to {_name(value)}, which the tracer does not "
                       "know", "move it outside the compiled function, or mark a pure tensor "
                       "function with jitgrad.allow_in_graph")
 
@@ -546,7 +554,8 @@ def _construct_module(tx: Any, cls: ObjectVar, args: list[Var], kwargs: dict[str
     kw_values = {k: constant(tx, v) for k, v in kwargs.items()}
     module = run_real(tx, cls.value, list(values), kw_values, wrap=False)
     if module._parameters or module._buffers or module._modules:
-        raise Unsupported("UNSUPPORTED_CALL", f"constructing {_name(cls.value)}, a layer with "
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL,
+                          f"constructing {_name(cls.value)}, a layer with "
                           "parameters, buffers or submodules, in compiled code",
                           "create it in __init__ and call it in forward")
     return ObjectVar(module, factory=(cls.value, values, kw_values))
@@ -602,15 +611,17 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
         raise
     except ValueError as err:
         if "read-only" not in str(err):
-            raise Unsupported("USER_ERROR", f"{_name(fn)} raised ValueError: {err}") from err
+            raise Unsupported(BreakKind.USER_ERROR,
+                              f"{_name(fn)} raised ValueError: {err}") from err
         # an in-place op writing into a traced tensor (fakes hold read-only data)
-        raise Unsupported("INPLACE_ON_TENSOR", f"in-place {_name(fn)} on a traced tensor",
+        raise Unsupported(BreakKind.INPLACE_ON_TENSOR, f"in-place {_name(fn)} on a traced tensor",
                           "use the op's out-of-place form (`x = x + y` for `x += y`)") from err
     except Exception as err:  # the user's own error (shapes, dtypes): rerun eagerly shows it
-        raise Unsupported("USER_ERROR",
+        raise Unsupported(BreakKind.USER_ERROR,
                           f"{_name(fn)} raised {type(err).__name__}: {err}") from err
     if drawn:  # undone: the eager run at the break draws them, in eager's order
-        raise Unsupported("RANDOM_OP", f"{_name(fn)} draws random numbers outside a random op",
+        raise Unsupported(BreakKind.RANDOM_OP,
+                          f"{_name(fn)} draws random numbers outside a random op",
                           "draw the random tensor outside the compiled function and pass "
                           "it in (rand, randn, randint, *_like, in-place fills and dropout "
                           "are captured)")
@@ -649,7 +660,8 @@ def call_container_method(tx: Any, method: BoundMethodVar, args: list[Var],
     if isinstance(receiver, (ListVar, TupleVar)) and name == "index":
         target = constant(tx, args[0])
         return ConstVar([constant(tx, v) for v in receiver.items].index(target))
-    raise Unsupported("SIDE_EFFECT" if receiver.source is not None else "UNSUPPORTED_CALL",
+    raise Unsupported(BreakKind.SIDE_EFFECT if receiver.source is not None
+                      else BreakKind.UNSUPPORTED_CALL,
                       f"{type(receiver).__name__[:-3].lower()}.{name}() while tracing")
 
 
@@ -659,7 +671,7 @@ def _builtin_len(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     (value,) = args
     if isinstance(value, TensorVar):
         if not value.fake.ndim:
-            raise Unsupported("USER_ERROR", "TypeError: len() of a 0-d tensor")
+            raise Unsupported(BreakKind.USER_ERROR, "TypeError: len() of a 0-d tensor")
         return ConstVar(value.fake.size(0))
     if isinstance(value, (TupleVar, ListVar, DictVar)):
         return ConstVar(len(value.items))
@@ -717,13 +729,13 @@ def _builtin_iter(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 def _builtin_next(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     iterator = args[0]
     if not isinstance(iterator, (IteratorVar, GeneratorVar)):
-        raise Unsupported("UNSUPPORTED_CALL", f"next() of a {type(iterator).__name__}")
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"next() of a {type(iterator).__name__}")
     item = next_item(tx, iterator)
     if item is not None:
         return item
     if len(args) > 1:
         return args[1]
-    raise Unsupported("RAISE", "next() of an exhausted iterator raises StopIteration")
+    raise Unsupported(BreakKind.RAISE, "next() of an exhausted iterator raises StopIteration")
 
 
 def _short_circuit(stop_on: bool) -> Any:
@@ -768,7 +780,7 @@ def _keyed(tx: Any, fn: Any, items: list[Var], key: Var, kwargs: dict[str, Var])
     if not items:
         if "default" in kwargs:
             return kwargs["default"]
-        raise Unsupported("USER_ERROR", f"{fn.__name__}() iterable argument is empty")
+        raise Unsupported(BreakKind.USER_ERROR, f"{fn.__name__}() iterable argument is empty")
     return items[fn(order, key=keys.__getitem__)]
 
 
@@ -778,7 +790,7 @@ def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if "strict" in kwargs and constant(tx, kwargs["strict"]):
         columns = [unpack_iterable(tx, a) for a in args]
         if len({len(c) for c in columns}) > 1:
-            raise Unsupported("RAISE", "zip(strict=True) of iterables of different lengths "
+            raise Unsupported(BreakKind.RAISE, "zip(strict=True) of iterables of different lengths "
                               "raises ValueError")
         return TupleVar([TupleVar(list(row)) for row in zip(*columns, strict=True)])
     iterators = [a if isinstance(a, (IteratorVar, GeneratorVar)) else
@@ -824,7 +836,7 @@ def _builtin_hasattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 
 
 def _builtin_print(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    raise Unsupported("UNSUPPORTED_CALL", "call to print()", "print outside the compiled "
+    raise Unsupported(BreakKind.UNSUPPORTED_CALL, "call to print()", "print outside the compiled "
                       "function (return what you want to print)")
 
 
@@ -839,7 +851,7 @@ def _constant_builtin(fn: Any) -> Any:
             return ConstVar(int)
         if any(isinstance(a, TensorVar) for a in args):
             if fn in (builtins.float, builtins.int, builtins.bool):
-                raise Unsupported("TENSOR_TO_PYTHON", f"{fn.__name__}(tensor) needs the "
+                raise Unsupported(BreakKind.TENSOR_TO_PYTHON, f"{fn.__name__}(tensor) needs the "
                                   "tensor's value", "keep the value a tensor")
             return run_real(tx, fn, [to_python(tx, a) for a in args], {})
         values = [to_python(tx, a) for a in args]

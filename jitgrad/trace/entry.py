@@ -46,7 +46,7 @@ from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines, us
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.dynamic import SymbolicGraph, signature, size_expr
-from jitgrad.trace.fake import FakeNumber, Unsupported, number_tensor
+from jitgrad.trace.fake import FakeNumber, number_tensor
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
@@ -54,6 +54,7 @@ from jitgrad.trace.resume import clear_resume_cache
 from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source
 from jitgrad.trace.specialize import Refused
 from jitgrad.trace.tracing import SizePolicy, TraceResult, is_user_code, trace_function
+from jitgrad.trace.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
 from jitgrad.trace.variables import (
     BoundMethodVar,
     ConstVar,
@@ -295,7 +296,7 @@ class CompiledFunction:
             entry = self._compile(args, kwargs)
         except Unsupported as err:
             failure = err
-            if self._fullgraph and err.kind not in _DECIDED_BY_EAGER:
+            if self._fullgraph and err.kind not in DECIDED_BY_EAGER:
                 raise CompileError(str(_break_reason(err))) from None
         except Exception as err:  # a bug in the backend: never the user's loss
             if self._fullgraph:
@@ -323,7 +324,7 @@ class CompiledFunction:
         the failure was the tracer's, and the frame stays eager (under fullgraph=True:
         CompileError). Other failures are unresumable graph breaks: eager from now on.
         """
-        if failure.kind not in _DECIDED_BY_EAGER:
+        if failure.kind not in DECIDED_BY_EAGER:
             return self._stay_eager(cache, failure, lambda: self._function(*args, **kwargs))
         result = self._function(*args, **kwargs)  # raises the user's error if it is theirs
         if self._fullgraph:
@@ -335,7 +336,7 @@ class CompiledFunction:
                     run: Callable[[], Any]) -> Any:
         """Record why the frame runs eagerly from now on (a break that cannot be resumed, or
         an internal error, which asks for a report), warn once, and return `run()`."""
-        if isinstance(failure, str) or failure.kind == "TRACER_ERROR":
+        if isinstance(failure, str) or failure.kind == BreakKind.TRACER_ERROR:
             message = failure if isinstance(failure, str) else failure.message
             warning = (f"jitgrad.compile: {self._qualname()} runs eagerly after an {message} "
                        "(please report it with JITGRAD_LOGS=all output)")
@@ -496,7 +497,8 @@ class CompiledFunction:
         else:
             if plan.opname == "CHECKPOINT" and not any(
                     n.op == "call_function" for n in graph.nodes):
-                refused = Unsupported("BREAK_IN_TRY", "nothing to capture before a try block "
+                refused = Unsupported(BreakKind.BREAK_IN_TRY,
+                                      "nothing to capture before a try block "
                                       "whose body cannot be traced")
                 refused.location = result.stopped_at.location()
                 raise refused
@@ -637,7 +639,6 @@ def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
 # user's mistake is never reported as an internal error; so is a `raise` statement reached
 # while tracing (RAISE) that is not resumed as a graph break: under fullgraph=True, or where
 # the frame cannot be resumed (inside a try block, a loop).
-_DECIDED_BY_EAGER = ("USER_ERROR", "TRACER_ERROR", "RAISE")
 
 
 def _trace(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
@@ -648,7 +649,7 @@ def _trace(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
     except Unsupported:
         raise
     except Exception as err:
-        raise Unsupported("TRACER_ERROR", f"internal error {type(err).__name__}: {err}") \
+        raise Unsupported(BreakKind.TRACER_ERROR, f"internal error {type(err).__name__}: {err}") \
             from err
 
 
@@ -799,12 +800,14 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         return f"{env.const(cls)}(*{env.const(args)}, **{env.const(kwargs)})"
     if isinstance(var, (ConstVar, ObjectVar)):
         if user_objects.is_local(var.value):  # Note [Classes defined in traced code]
-            raise Unsupported("UNSUPPORTED_VALUE", "a class defined in the compiled function "
+            raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
+                              "a class defined in the compiled function "
                               "(or its method) leaves it", "define the class outside the "
                               "compiled function, or keep it inside")
         return "None" if var.value is None else env.const(var.value)
     if isinstance(var, UserObjectVar):  # Note [Objects made in traced code]
-        raise Unsupported("UNSUPPORTED_VALUE", f"a {var.cls.__qualname__} object made in the "
+        raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
+                          f"a {var.cls.__qualname__} object made in the "
                           "compiled function leaves it (returned, stored outside, or alive "
                           "at a graph break)", "make the object outside the compiled "
                           "function, or keep it inside")
@@ -820,11 +823,13 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
         return "{" + ", ".join(f"{k!r}: {_output_expr(v, outputs, env, input_names)}"
                                for k, v in var.items.items()) + "}"
     if isinstance(var, GeneratorVar):
-        raise Unsupported("UNSUPPORTED_VALUE", "a generator made in the compiled function is "
+        raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
+                          "a generator made in the compiled function is "
                           "still alive here, and a running generator cannot be rebuilt",
                           "consume it first (e.g. list(...)), or make it outside the compiled "
                           "function")
-    raise Unsupported("UNSUPPORTED_VALUE", f"returning a {type(var).__name__} from a compiled "
+    raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
+                      f"returning a {type(var).__name__} from a compiled "
                       "function")
 
 

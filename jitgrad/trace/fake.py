@@ -73,30 +73,8 @@ from jitgrad.eager.tensor import Size, Tensor, normalize_dim
 from jitgrad.trace import symbolic
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.unsupported import BreakKind, DataDependentError, Unsupported
 from jitgrad.trace.view_writes import regenerated, unwritable_view, views_of, written_base
-
-
-class Unsupported(Exception):  # noqa: N818 - Dynamo's name for "cannot trace this"
-    """Tracing met something it cannot capture; becomes a graph break or a frame outcome.
-
-    kind: a short category (`UNSUPPORTED_CALL`, `DATA_DEPENDENT_BRANCH`,
-    `TENSOR_TO_PYTHON`, `UNSUPPORTED_OPCODE`, ...); hint: what the user can do.
-    """
-
-    def __init__(self, kind: str, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.hint = hint
-
-
-class DataDependentError(Unsupported):
-    """A traced tensor's values were needed as a Python value (item(), bool(), ...)."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__("TENSOR_TO_PYTHON", f"`{what}` needs a concrete tensor value while "
-                         "tracing", "compute it outside the compiled function, or keep it a "
-                         "tensor (e.g. torch.where instead of an if)")
 
 
 class FakeArray(np.ndarray):
@@ -268,7 +246,8 @@ class FakeTensor(Tensor):
         `a.detach().requires_grad_()` came out not requiring grad)."""
         if self.grad_fn is None and bool(requires_grad) != self._requires_grad and \
                 self._data.dtype.kind == "f":
-            raise Unsupported("UNSUPPORTED_CALL", "requires_grad_() changes whether a traced "
+            raise Unsupported(BreakKind.UNSUPPORTED_CALL,
+                              "requires_grad_() changes whether a traced "
                               "tensor is a leaf requiring grad", "call it outside the "
                               "compiled function")
         return super().requires_grad_(requires_grad)
@@ -279,11 +258,11 @@ class FakeTensor(Tensor):
 
     @data.setter
     def data(self, value: Tensor) -> None:
-        raise Unsupported("SIDE_EFFECT", "`tensor.data = ...` on a traced tensor",
+        raise Unsupported(BreakKind.SIDE_EFFECT, "`tensor.data = ...` on a traced tensor",
                           "assign .data outside the compiled function")
 
     def detach_(self) -> FakeTensor:
-        raise Unsupported("AUTOGRAD_CALL", "Tensor.detach_() on a traced tensor",
+        raise Unsupported(BreakKind.AUTOGRAD_CALL, "Tensor.detach_() on a traced tensor",
                           "call it outside the compiled function")
 
     def copy_(self, src: Any, non_blocking: bool = False) -> FakeTensor:
@@ -313,7 +292,7 @@ class FakeTensor(Tensor):
         """`x[index] = value` as `x = index_put(x, index, value)` (value cast to x's dtype)."""
         basic, advanced = parse_index(self._data.shape, index)
         if basic is not None and advanced is not None:
-            raise Unsupported("UNSUPPORTED_INDEX", "`x[i] = v` on a traced tensor with an "
+            raise Unsupported(BreakKind.UNSUPPORTED_INDEX, "`x[i] = v` on a traced tensor with an "
                               "index mixing slices and index tensors",
                               "index in two steps (slices, then index tensors) to keep it in "
                               "the graph")
@@ -391,15 +370,15 @@ class FakeTensor(Tensor):
         raise DataDependentError("a tensor used as an index")
 
     def backward(self, *args: Any, **kwargs: Any) -> None:
-        raise Unsupported("AUTOGRAD_CALL", "Tensor.backward() inside a compiled function",
+        raise Unsupported(BreakKind.AUTOGRAD_CALL, "Tensor.backward() inside a compiled function",
                           "call it outside the compiled function")
 
     def register_hook(self, hook: Any) -> Any:
-        raise Unsupported("AUTOGRAD_CALL", "Tensor.register_hook() on a traced tensor",
+        raise Unsupported(BreakKind.AUTOGRAD_CALL, "Tensor.register_hook() on a traced tensor",
                           "call it outside the compiled function")
 
     def retain_grad(self) -> None:
-        raise Unsupported("AUTOGRAD_CALL", "Tensor.retain_grad() on a traced tensor",
+        raise Unsupported(BreakKind.AUTOGRAD_CALL, "Tensor.retain_grad() on a traced tensor",
                           "call it outside the compiled function")
 
     def __repr__(self) -> str:
@@ -432,23 +411,25 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
     if reason is None and alias is not None and alias[0]._view is not None:
         reason = "an alias (.data/.detach()) of a view"
     if reason is not None:
-        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on a traced tensor that is "
+        raise Unsupported(BreakKind.INPLACE_ON_VIEW, f"in-place {what} on a traced tensor that is "
                           f"{reason}", "use out-of-place ops to keep it in the graph")
     owner = view.base if view is not None else target
     storage = owner.storage
     if storage.outside:
-        raise Unsupported("INPLACE_ON_CONSTANT", f"in-place {what} on a tensor the compiled "
+        raise Unsupported(BreakKind.INPLACE_ON_CONSTANT,
+                          f"in-place {what} on a tensor the compiled "
                           "function reached without a source (e.g. a default argument)",
                           "pass the tensor as an argument")
     if storage.input is None:
         return
     if STATE.enabled and (storage.input[1]._requires_grad or target._requires_grad or
                           value._requires_grad):
-        raise Unsupported("INPLACE_NEEDS_AUTOGRAD", f"in-place {what} on an input of the "
+        raise Unsupported(BreakKind.INPLACE_NEEDS_AUTOGRAD, f"in-place {what} on an input of the "
                           "compiled function with grad mode on and a tensor requiring grad",
                           "do optimizer-style updates under jitgrad.no_grad()")
     if storage.input[1]._view is not None:
-        raise Unsupported("INPLACE_ON_VIEW", f"in-place {what} on an input that is a view of "
+        raise Unsupported(BreakKind.INPLACE_ON_VIEW,
+                          f"in-place {what} on an input that is a view of "
                           "another tensor", "write into its base, or pass a "
                           "clone")
 
@@ -605,7 +586,7 @@ def _shape_changing_method(name: str) -> Callable[..., Any]:
     def method(self: FakeTensor, *args: Any, **kwargs: Any) -> Any:
         if name in _IN_PLACE_VIEWS and STATE.recorder is not None and _only_seen_here(self):
             return _view_in_place(self, name, args, kwargs)
-        raise Unsupported("INPLACE_SHAPE_CHANGE", f"{name}() changes the shape of a traced "
+        raise Unsupported(BreakKind.INPLACE_SHAPE_CHANGE, f"{name}() changes the shape of a traced "
                           "tensor that other values see (an input, a view, or a tensor with "
                           "views or aliases)", f"use the out-of-place {name[:-1]}() and "
                           "rebind the name to keep it in the graph")
@@ -754,7 +735,8 @@ class OpRecorder:
                 _contains_fake_array((arrays, params)) and not symbolic.contains_symint(params):
             return run_eagerly(apply_op, op, inputs, arrays, params)  # a constant of the graph
         if _contains_fake_array(params):
-            raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: its arguments were computed "
+            raise Unsupported(BreakKind.DATA_DEPENDENT_OP,
+                              f"{op.name}: its arguments were computed "
                               "from a traced tensor's values (e.g. a tensor index or mask)",
                               "compute it outside the compiled function")
         args = tuple(self._arg(op, x, a) for x, a in zip(inputs, arrays, strict=True))
@@ -799,15 +781,17 @@ class OpRecorder:
                 return self.constant_of(Tensor._make(np.asarray(array)))
             return x
         if not isinstance(x, FakeTensor) and isinstance(x._data, FakeArray):
-            raise Unsupported("DATA_DEPENDENT_OP", f"{op.name}: an input was built from a "
+            raise Unsupported(BreakKind.DATA_DEPENDENT_OP, f"{op.name}: an input was built from a "
                               "traced tensor's values", "compute it outside the compiled function")
         if x._requires_grad and not isinstance(x, FakeTensor):
-            raise Unsupported("UNSUPPORTED_TENSOR", f"{op.name}: a tensor that requires grad "
+            raise Unsupported(BreakKind.UNSUPPORTED_TENSOR,
+                              f"{op.name}: a tensor that requires grad "
                               "was created or reached without a traceable source",
                               "pass it to the compiled function as an argument")
         node = x.node if isinstance(x, FakeTensor) else self.constant_of(x)
         if array.shape != x._data.shape:
-            raise Unsupported("UNSUPPORTED_OP", f"{op.name}: its entry function reshaped an "
+            raise Unsupported(BreakKind.UNSUPPORTED_OP,
+                              f"{op.name}: its entry function reshaped an "
                               "input before the op; jitgrad cannot record that yet")
         if array.dtype != x._data.dtype:
             node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
+from jitgrad.trace.unsupported import BreakKind
 
 
 @dataclasses.dataclass
 class BreakReason:
     """Why tracing stopped at a user instruction (a graph break, or a frame fallback)."""
 
-    kind: str
+    kind: BreakKind
     message: str
     hint: str
     filename: str

@@ -33,7 +33,6 @@ from jitgrad.trace.fake import (
     FakeNumber,
     FakeTensor,
     OpRecorder,
-    Unsupported,
     number_tensor,
     recording,
     run_eagerly,
@@ -64,6 +63,7 @@ from jitgrad.trace.sources import (
 )
 from jitgrad.trace.symbolic import ShapeEnv
 from jitgrad.trace.translator import MAX_INLINE_DEPTH, Translator
+from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.user_lines import JITGRAD_DIR, LIBRARY_DIRS
 from jitgrad.trace.variables import (
     CellVar,
@@ -242,7 +242,8 @@ class TraceContext:
             return TensorVar(value)
         if isinstance(value, Tensor) and getattr(value, "_jitgrad_uninitialized", False):
             # a lazy module's parameter has no shape until its first call materializes it
-            raise Unsupported("UNINITIALIZED_PARAMETER", "a lazy module's parameter is read "
+            raise Unsupported(BreakKind.UNINITIALIZED_PARAMETER,
+                              "a lazy module's parameter is read "
                               "before its first call gave it a shape",
                               "call the module once before compiling it")
         if isinstance(value, Tensor):
@@ -337,12 +338,13 @@ class TraceContext:
         if isinstance(tensor, FakeTensor):
             return tensor
         if isinstance(tensor._data, FakeArray):
-            raise Unsupported("DATA_DEPENDENT_OP", "a tensor was built from a traced tensor's "
+            raise Unsupported(BreakKind.DATA_DEPENDENT_OP,
+                              "a tensor was built from a traced tensor's "
                               "values", "build it outside the compiled function and pass it in")
         fake = self._constants.get(id(tensor))
         if fake is None:
             if tensor._requires_grad:
-                raise Unsupported("UNSUPPORTED_TENSOR", "a tensor that requires grad was "
+                raise Unsupported(BreakKind.UNSUPPORTED_TENSOR, "a tensor that requires grad was "
                                   "created inside the compiled function",
                                   "create it outside and pass it in")
             node = self.graph.get_attr(f"_tensor_constant{len(self._constants)}", tensor)
@@ -373,7 +375,7 @@ class TraceContext:
             tensor = storage.input[1]
             if any(other is not tensor and np.may_share_memory(tensor._data, other._data)
                    for other in inputs):
-                raise Unsupported("INPLACE_ON_ALIASED_INPUT", f"in-place write to "
+                raise Unsupported(BreakKind.INPLACE_ON_ALIASED_INPUT, f"in-place write to "
                                   f"{source.name()}, whose memory another input shares",
                                   "pass one tensor once, or clone() one of them")
             # (its in-place view ops bump the real tensor's version when replayed)
@@ -396,7 +398,7 @@ class TraceContext:
         source, tensor = self._input_of(var, "`Tensor.grad = ...`")
         if not (isinstance(value, ConstVar) and value.value is None or
                 isinstance(value, TensorVar) and not isinstance(value.fake, FakeNumber)):
-            raise Unsupported("SIDE_EFFECT", f"`.grad = ` a {type(value).__name__}")
+            raise Unsupported(BreakKind.SIDE_EFFECT, f"`.grad = ` a {type(value).__name__}")
         self.side_effects.store_tensor_attr(tensor, source, "grad", value)
 
     def tensor_keyed_item(self, mapping: ObjectVar, key: TensorVar) -> Var:
@@ -410,7 +412,8 @@ class TraceContext:
         source, tensor = self._input_of(key, "a dict indexed by a tensor")
         table = mapping.value
         if not isinstance(table, dict) or mapping.source is None:
-            raise Unsupported("UNSUPPORTED_VALUE", f"indexing a {type(table).__name__} with "
+            raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
+                              f"indexing a {type(table).__name__} with "
                               "a tensor")
         self._guard("ID_MATCH", source, tensor)
         stored = self.side_effects.load_item(table, tensor)
@@ -420,7 +423,7 @@ class TraceContext:
         if tensor in table:
             return self.wrap_value(table[tensor], item_source)
         if not (isinstance(table, defaultdict) and table.default_factory is dict):
-            raise Unsupported("USER_ERROR", f"KeyError: {source.name()} is not a key of "
+            raise Unsupported(BreakKind.USER_ERROR, f"KeyError: {source.name()} is not a key of "
                               f"{mapping.source.name()}")
         self._guard("NOT_PRESENT", item_source, None)
         created = DictVar({})
@@ -430,7 +433,8 @@ class TraceContext:
     def _input_of(self, var: TensorVar, what: str) -> tuple[Source, Tensor]:
         storage = var.fake.storage
         if storage.input is None or var.fake.__dict__.get("alias_of") is not None:
-            raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"{what} of a tensor computed in the "
+            raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE,
+                              f"{what} of a tensor computed in the "
                               "compiled function", "read it outside the compiled function")
         return storage.input
 
@@ -443,7 +447,7 @@ class TraceContext:
         builtins = tx.f_globals.get("__builtins__", sys.modules["builtins"])
         builtins = builtins if isinstance(builtins, dict) else vars(builtins)
         if name not in builtins:
-            raise Unsupported("USER_ERROR", f"name {name!r} is not defined")
+            raise Unsupported(BreakKind.USER_ERROR, f"name {name!r} is not defined")
         return self.wrap_value(builtins[name], BuiltinSource(name))
 
     def store_global(self, tx: Translator, name: str, value: Var) -> None:
@@ -502,7 +506,7 @@ class TraceContext:
                               **dict(zip(kwargs, _map_values(list(kwargs.values()), as_zeros),
                                          strict=True)))
         if not isinstance(example, Tensor):
-            raise Unsupported("UNSUPPORTED_CALL", f"allow_in_graph function {fn.__name__} "
+            raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"allow_in_graph function {fn.__name__} "
                               "must return one tensor")
         node = self.graph.call_function(fn, node_args, node_kwargs)
         if self.recorder.location is not None:
@@ -539,7 +543,7 @@ class TraceContext:
         value = module.value
         for hooks in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
             if getattr(value, hooks, None):
-                raise Unsupported("UNSUPPORTED_CALL", f"module {type(value).__name__} has "
+                raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"module {type(value).__name__} has "
                                   f"{hooks[1:]}", "remove the hooks to compile the module")
         self.guard_type(module)
         forward = type(value).forward
@@ -575,7 +579,8 @@ class TraceContext:
         """Run a class statement's body; its namespace (names -> Vars) and `__class__` cell
         (Note [Classes defined in traced code] in user_objects.py)."""
         if tx.depth + 1 > MAX_INLINE_DEPTH:
-            raise Unsupported("INLINE_TOO_DEEP", f"calls nested more than {MAX_INLINE_DEPTH} "
+            raise Unsupported(BreakKind.INLINE_TOO_DEEP,
+                              f"calls nested more than {MAX_INLINE_DEPTH} "
                               "deep (recursion?)")
         code = body.code
         cells = dict(zip(code.co_freevars, body.closure, strict=True))
@@ -589,11 +594,12 @@ class TraceContext:
     def inline(self, tx: Translator, fn: NestedFunctionVar, args: list[Var],
                kwargs: dict[str, Var], global_source: Any = None) -> Var:
         if tx.depth + 1 > MAX_INLINE_DEPTH:
-            raise Unsupported("INLINE_TOO_DEEP", f"calls nested more than {MAX_INLINE_DEPTH} "
+            raise Unsupported(BreakKind.INLINE_TOO_DEEP,
+                              f"calls nested more than {MAX_INLINE_DEPTH} "
                               "deep (recursion?)")
         code = fn.code
         if code.co_flags & bytecode.COROUTINE_FLAGS:
-            raise Unsupported("UNSUPPORTED_CALL", f"call to the coroutine {code.co_name}()",
+            raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"call to the coroutine {code.co_name}()",
                               "coroutines are not traced")
         locals_ = bind_arguments(code, fn.defaults, fn.kwdefaults, args, kwargs)
         cells = dict(zip(code.co_freevars, fn.closure, strict=True))
@@ -654,7 +660,7 @@ def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: 
                    args: list[Var], kwargs: dict[str, Var]) -> dict[str, Var]:
     """Bind Vars to a code object's parameters as CPython would (defaults, *args, **kw).
 
-    Raises Unsupported("USER_ERROR") when the call does not fit the signature.
+    Raises Unsupported(BreakKind.USER_ERROR) when the call does not fit the signature.
     """
     n_args, n_posonly, n_kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     names = code.co_varnames
@@ -670,7 +676,7 @@ def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: 
     bound: dict[str, Var] = dict(zip(positional_names, args, strict=False))
     extra = args[n_args:]
     if extra and varargs_name is None:
-        raise Unsupported("USER_ERROR", f"{code.co_name}() takes {n_args} positional "
+        raise Unsupported(BreakKind.USER_ERROR, f"{code.co_name}() takes {n_args} positional "
                           f"arguments but {len(args)} were given")
     if varargs_name is not None:
         bound[varargs_name] = TupleVar(list(extra))
@@ -678,24 +684,25 @@ def bind_arguments(code: types.CodeType, defaults: tuple[Var, ...], kwdefaults: 
     for key, value in kwargs.items():
         if key in positional_names[n_posonly:] or key in kwonly_names:
             if key in bound:
-                raise Unsupported("USER_ERROR", f"{code.co_name}() got multiple values for "
+                raise Unsupported(BreakKind.USER_ERROR, f"{code.co_name}() got multiple values for "
                                   f"argument {key!r}")
             bound[key] = value
         elif varkw_name is not None:
             extra_kwargs[key] = value
         else:
-            raise Unsupported("USER_ERROR", f"{code.co_name}() got an unexpected keyword "
+            raise Unsupported(BreakKind.USER_ERROR, f"{code.co_name}() got an unexpected keyword "
                               f"argument {key!r}")
     first_default = n_args - len(defaults)
     for i, name in enumerate(positional_names):
         if name not in bound:
             if i < first_default:
-                raise Unsupported("USER_ERROR", f"{code.co_name}() missing argument {name!r}")
+                raise Unsupported(BreakKind.USER_ERROR,
+                                  f"{code.co_name}() missing argument {name!r}")
             bound[name] = defaults[i - first_default]
     for name in kwonly_names:
         if name not in bound:
             if name not in kwdefaults:
-                raise Unsupported("USER_ERROR", f"{code.co_name}() missing keyword-only "
+                raise Unsupported(BreakKind.USER_ERROR, f"{code.co_name}() missing keyword-only "
                                   f"argument {name!r}")
             bound[name] = kwdefaults[name]
     if varkw_name is not None:

@@ -22,9 +22,9 @@ from typing import Any
 
 from jitgrad.trace import calls
 from jitgrad.trace.bytecode import binary_op_symbol
-from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.resume import user_function_name
+from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
@@ -104,7 +104,8 @@ class Translator:
         while self.return_value is None and self.yielded is None:
             self.steps += 1  # a generator's frame counts across its yields (no endless one)
             if self.steps > MAX_INSTRUCTIONS:
-                raise Unsupported("LOOP_TOO_LONG", f"more than {MAX_INSTRUCTIONS} instructions "
+                raise Unsupported(BreakKind.LOOP_TOO_LONG,
+                                  f"more than {MAX_INSTRUCTIONS} instructions "
                                   "traced in one frame (a long unrolled loop?)",
                                   "move the loop out of the compiled function or shorten it")
             instruction = self.instructions[self.ip]
@@ -118,7 +119,8 @@ class Translator:
             handler = getattr(self, instruction.opname, None)
             try:
                 if handler is None:
-                    raise Unsupported("UNSUPPORTED_OPCODE", f"opcode {instruction.opname} is "
+                    raise Unsupported(BreakKind.UNSUPPORTED_OPCODE,
+                                      f"opcode {instruction.opname} is "
                                       "not supported by the tracer", "")
                 handler(instruction)
             except Unsupported as err:
@@ -168,7 +170,7 @@ class Translator:
 
     def RAISE_VARARGS(self, inst: dis.Instruction) -> None:
         # the traced call raises: decided by the eager run (Note [User errors] in entry.py)
-        raise Unsupported("RAISE", "a `raise` statement was reached while tracing")
+        raise Unsupported(BreakKind.RAISE, "a `raise` statement was reached while tracing")
 
     # ----- loads and stores -------------------------------------------------------------
     def NOP(self, inst: dis.Instruction) -> None:
@@ -191,7 +193,7 @@ class Translator:
 
     def LOAD_FAST(self, inst: dis.Instruction) -> None:
         if inst.argval not in self.locals:
-            raise Unsupported("UNBOUND_LOCAL", f"local variable {inst.argval!r} referenced "
+            raise Unsupported(BreakKind.UNBOUND_LOCAL, f"local variable {inst.argval!r} referenced "
                               "before assignment")
         self.push(self.locals[inst.argval])
 
@@ -204,14 +206,14 @@ class Translator:
     def LOAD_DEREF(self, inst: dis.Instruction) -> None:
         cell = self.cells[inst.argval]
         if cell.contents is None:
-            raise Unsupported("UNBOUND_LOCAL", f"free variable {inst.argval!r} referenced "
+            raise Unsupported(BreakKind.UNBOUND_LOCAL, f"free variable {inst.argval!r} referenced "
                               "before assignment")
         self.push(cell.contents)
 
     def STORE_DEREF(self, inst: dis.Instruction) -> None:
         cell = self.cells[inst.argval]
         if cell.source is not None:
-            raise Unsupported("SIDE_EFFECT", f"assignment to the closure variable "
+            raise Unsupported(BreakKind.SIDE_EFFECT, f"assignment to the closure variable "
                               f"{inst.argval!r} of an enclosing function",
                               "return the value instead of assigning it in the closure")
         cell.contents = self.pop()
@@ -291,7 +293,7 @@ class Translator:
         if inst.arg & 1:
             kw = self.pop()
             if not isinstance(kw, DictVar):
-                raise Unsupported("UNSUPPORTED_CALL", "**kwargs of an unknown mapping")
+                raise Unsupported(BreakKind.UNSUPPORTED_CALL, "**kwargs of an unknown mapping")
             keywords = dict(kw.items)
         args = self.pop()
         callable_ = self.pop()
@@ -425,7 +427,7 @@ class Translator:
     def DICT_UPDATE(self, inst: dis.Instruction) -> None:
         update = self.pop()
         if not isinstance(update, DictVar):
-            raise Unsupported("UNSUPPORTED_CALL", "dict update from an unknown mapping")
+            raise Unsupported(BreakKind.UNSUPPORTED_CALL, "dict update from an unknown mapping")
         self.stack[-inst.arg].items.update(update.items)
 
     DICT_MERGE = DICT_UPDATE
@@ -433,7 +435,7 @@ class Translator:
     def UNPACK_SEQUENCE(self, inst: dis.Instruction) -> None:
         items = calls.unpack_iterable(self, self.pop())
         if len(items) != inst.arg:
-            raise Unsupported("UNSUPPORTED_OPCODE", f"unpacking {len(items)} values into "
+            raise Unsupported(BreakKind.UNSUPPORTED_OPCODE, f"unpacking {len(items)} values into "
                               f"{inst.arg} names")
         self.stack.extend(reversed(items))
 
@@ -510,7 +512,8 @@ class Translator:
     def BEFORE_WITH(self, inst: dis.Instruction) -> None:
         manager = self.pop()
         if not isinstance(manager, GradModeVar):
-            raise Unsupported("UNSUPPORTED_CONTEXT_MANAGER", "a `with` block over a context "
+            raise Unsupported(BreakKind.UNSUPPORTED_CONTEXT_MANAGER,
+                              "a `with` block over a context "
                               "manager the tracer does not model",
                               "only no_grad/enable_grad/set_grad_enabled/inference_mode "
                               "are traced")

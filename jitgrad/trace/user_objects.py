@@ -48,8 +48,8 @@ import types
 import weakref
 from typing import Any
 
-from jitgrad.trace.fake import Unsupported
 from jitgrad.trace.sources import AttrSource
+from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.variables import (
     CellVar,
     ConstVar,
@@ -73,9 +73,10 @@ _DECORATORS = (property, staticmethod, classmethod)
 def build_class(tx: Any, body: Var, name: str, bases: tuple, kwargs: dict[str, Var]) -> Var:
     """`class name(*bases): body` run in the trace (Note [Classes defined in traced code])."""
     if kwargs:
-        raise Unsupported("UNSUPPORTED_CALL", f"class {name} with keywords (a metaclass)")
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"class {name} with keywords (a metaclass)")
     if not isinstance(body, NestedFunctionVar):
-        raise Unsupported("UNSUPPORTED_CALL", f"class {name} built from a {type(body).__name__}")
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL,
+                          f"class {name} built from a {type(body).__name__}")
     names, class_cell = tx.ctx.run_class_body(tx, body)
     namespace = {key: _made_attribute(key, var) for key, var in names.items()
                  if key != "__classcell__"}
@@ -93,7 +94,7 @@ def _made_attribute(name: str, var: Var) -> Any:
         return var.value
     if isinstance(var, DictVar) and name == "__annotations__":
         return {key: _made_attribute(name, value) for key, value in var.items.items()}
-    raise Unsupported("UNSUPPORTED_VALUE", f"the class attribute {name} is a "
+    raise Unsupported(BreakKind.UNSUPPORTED_VALUE, f"the class attribute {name} is a "
                       f"{type(var).__name__} (a class body may hold constants and functions)")
 
 
@@ -101,7 +102,7 @@ def local_function(var: NestedFunctionVar) -> types.FunctionType:
     """A real function for a method of a class defined in the trace (see the Note)."""
     def constant(v: Var) -> Any:
         if not isinstance(v, ConstVar):
-            raise Unsupported("UNSUPPORTED_VALUE", "a default of a method defined in the "
+            raise Unsupported(BreakKind.UNSUPPORTED_VALUE, "a default of a method defined in the "
                               "trace that is not a constant")
         return v.value
 
@@ -186,16 +187,16 @@ def construct(tx: Any, cls_var: ObjectVar, args: list[Var], kwargs: dict[str, Va
     init = _class_attribute(cls.__mro__, "__init__")
     if init is object.__init__:
         if args or kwargs:
-            raise Unsupported("USER_ERROR", f"{cls.__name__}() takes no arguments")
+            raise Unsupported(BreakKind.USER_ERROR, f"{cls.__name__}() takes no arguments")
         return obj
     if not isinstance(init, types.FunctionType) or not tx.ctx.is_user_function(init):
-        raise Unsupported("UNSUPPORTED_CALL", f"constructing {cls.__qualname__}, whose "
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"constructing {cls.__qualname__}, whose "
                           "__init__ is not Python code the tracer can inline",
                           "build the object outside the compiled function")
     init_var = ObjectVar(init, source=cls_var.source and AttrSource(cls_var.source, "__init__"))
     result = tx.ctx.inline_function(tx, init, init_var, [obj, *args], kwargs)
     if not (isinstance(result, ConstVar) and result.value is None):
-        raise Unsupported("USER_ERROR", "__init__() should return None")
+        raise Unsupported(BreakKind.USER_ERROR, "__init__() should return None")
     return obj
 
 
@@ -207,19 +208,20 @@ def construct_namedtuple(tx: Any, cls_var: ObjectVar, args: list[Var],
         tx.ctx.guard_identity(cls_var)
     fields = cls._fields
     if len(args) > len(fields):
-        raise Unsupported("USER_ERROR", f"{cls.__name__}() takes {len(fields)} positional "
+        raise Unsupported(BreakKind.USER_ERROR, f"{cls.__name__}() takes {len(fields)} positional "
                           f"arguments but {len(args)} were given")
     bound: dict[str, Var] = dict(zip(fields, args, strict=False))
     for name, value in kwargs.items():
         if name not in fields or name in bound:
-            raise Unsupported("USER_ERROR", f"{cls.__name__}() got an unexpected or repeated "
+            raise Unsupported(BreakKind.USER_ERROR,
+                              f"{cls.__name__}() got an unexpected or repeated "
                               f"argument {name!r}")
         bound[name] = value
     for name, default in cls._field_defaults.items():
         bound.setdefault(name, tx.ctx.wrap_value(default, None))
     missing = [name for name in fields if name not in bound]
     if missing:
-        raise Unsupported("USER_ERROR", f"{cls.__name__}() missing required arguments: "
+        raise Unsupported(BreakKind.USER_ERROR, f"{cls.__name__}() missing required arguments: "
                           f"{', '.join(map(repr, missing))}")
     return TupleVar([bound[name] for name in fields], cls=cls)
 
@@ -230,14 +232,14 @@ def zero_argument_super(tx: Any) -> SuperVar:
     code = tx.code
     cell = tx.cells.get("__class__")
     if cell is None or cell.contents is None or not code.co_argcount:
-        raise Unsupported("USER_ERROR", "super(): __class__ cell not found")
+        raise Unsupported(BreakKind.USER_ERROR, "super(): __class__ cell not found")
     cls = getattr(cell.contents, "value", None)
     if not isinstance(cls, type):
-        raise Unsupported("UNSUPPORTED_CALL", "super() in a class the tracer does not know")
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, "super() in a class the tracer does not know")
     first = code.co_varnames[0]
     obj = tx.cells[first].contents if first in tx.cells else tx.locals.get(first)
     if obj is None:
-        raise Unsupported("USER_ERROR", "super(): no arguments")
+        raise Unsupported(BreakKind.USER_ERROR, "super(): no arguments")
     return SuperVar(cls, obj)
 
 
@@ -248,7 +250,8 @@ def load_attr(tx: Any, obj: UserObjectVar, name: str) -> Var:
     if name == "__class__":
         return ObjectVar(obj.cls, source=obj.cls_source)
     if name == "__dict__":
-        raise Unsupported("UNSUPPORTED_ATTRIBUTE", "__dict__ of an object made in the trace")
+        raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE,
+                          "__dict__ of an object made in the trace")
     source = obj.cls_source and AttrSource(obj.cls_source, name)
     return _bind(tx, obj, obj.cls.__mro__, name, source,
                  f"'{obj.cls.__name__}' object has no attribute '{name}'")
@@ -259,7 +262,7 @@ def load_super_attr(tx: Any, sup: SuperVar, name: str) -> Var:
     owner = _owner(sup.obj)
     mro = owner.__mro__
     if sup.cls not in mro:
-        raise Unsupported("USER_ERROR", "super(type, obj): obj must be an instance or "
+        raise Unsupported(BreakKind.USER_ERROR, "super(type, obj): obj must be an instance or "
                           "subtype of type")
     after = mro[mro.index(sup.cls) + 1:]
     if name == "__init__" and _class_attribute(after, name) is object.__init__:
@@ -271,11 +274,12 @@ def store_attr(tx: Any, obj: UserObjectVar, name: str, value: Var) -> None:
     """`obj.name = value`: the instance dict (nothing outside the trace sees the object),
     or the class's property setter, inlined."""
     if _is_frozen_dataclass(obj.cls):
-        raise Unsupported("USER_ERROR", f"cannot assign to field {name!r}")  # eager's error
+        raise Unsupported(BreakKind.USER_ERROR, f"cannot assign to field {name!r}")  # eager's error
     attr = _class_attribute(obj.cls.__mro__, name)
     if isinstance(attr, property):
         if attr.fset is None or not tx.ctx.is_user_function(attr.fset):
-            raise Unsupported("USER_ERROR" if attr.fset is None else "UNSUPPORTED_ATTRIBUTE",
+            raise Unsupported(BreakKind.USER_ERROR if attr.fset is None
+                              else BreakKind.UNSUPPORTED_ATTRIBUTE,
                               f"property {name!r} of {obj.cls.__name__!r} object has no setter"
                               if attr.fset is None else f"the setter of {name} is not Python "
                               "code the tracer can inline")
@@ -289,7 +293,8 @@ def store_attr(tx: Any, obj: UserObjectVar, name: str, value: Var) -> None:
 def set_attr(obj: UserObjectVar, name: str, value: Var) -> None:
     """`object.__setattr__(obj, name, value)` (a frozen dataclass's __init__ writes so)."""
     if hasattr(_class_attribute(obj.cls.__mro__, name), "__set__"):
-        raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"assigning {obj.cls.__name__}.{name}, a "
+        raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE,
+                          f"assigning {obj.cls.__name__}.{name}, a "
                           "property or descriptor, on an object made in the trace")
     obj.attrs[name] = value
 
@@ -297,7 +302,7 @@ def set_attr(obj: UserObjectVar, name: str, value: Var) -> None:
 def call_method(tx: Any, method: UserMethodVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     if method.function is None:
         if args or kwargs:
-            raise Unsupported("USER_ERROR", "object.__init__() takes exactly one argument")
+            raise Unsupported(BreakKind.USER_ERROR, "object.__init__() takes exactly one argument")
         return ConstVar(None)
     return tx.ctx.inline_function(tx, method.function,
                                   ObjectVar(method.function, source=method.source),
@@ -329,23 +334,24 @@ def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
     """A class attribute found in `mro`, bound to `obj` as Python binds it."""
     attr = _class_attribute(mro, name, _MISSING)
     if attr is _MISSING:
-        raise Unsupported("USER_ERROR", missing)
+        raise Unsupported(BreakKind.USER_ERROR, missing)
     if isinstance(attr, staticmethod):
         return ObjectVar(attr.__func__)
     if isinstance(attr, classmethod):
         return ObjectVar(types.MethodType(attr.__func__, _owner(obj)))
     if isinstance(attr, property):
         if attr.fget is None or not tx.ctx.is_user_function(attr.fget):
-            raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"the property {name} is not Python "
+            raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE, f"the property {name} is not Python "
                               "code the tracer can inline")
         getter = ObjectVar(attr.fget, source=source and AttrSource(source, "fget"))
         return tx.ctx.inline_function(tx, attr.fget, getter, [obj], {})
     if isinstance(attr, types.FunctionType):
         if not tx.ctx.is_user_function(attr):
-            raise Unsupported("UNSUPPORTED_CALL", f"the method {name} is not Python code the "
+            raise Unsupported(BreakKind.UNSUPPORTED_CALL,
+                              f"the method {name} is not Python code the "
                               "tracer can inline")
         return UserMethodVar(attr, obj, source=source)  # its code guarded when called
     if hasattr(attr, "__get__"):
-        raise Unsupported("UNSUPPORTED_ATTRIBUTE", f"{name}, a descriptor of "
+        raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE, f"{name}, a descriptor of "
                           f"{type(attr).__name__}, read through an object made in the trace")
     return tx.ctx.wrap_value(attr, source)
