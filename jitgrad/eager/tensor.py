@@ -31,6 +31,7 @@ from jitgrad.eager.node import (
     add_hook,
     new_edge,
 )
+from jitgrad.eager.tensor_declarations import TensorMethods
 
 WARN_NON_LEAF_GRAD = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -108,7 +109,7 @@ class ViewInfo:
         self.version = version
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """A multi-dimensional array with autograd, following `torch.Tensor`.
 
     Created by factories (`jitgrad.tensor`, `zeros`, `randn`, ...) or by ops, not by
