@@ -29,7 +29,7 @@ from typing import Any
 
 from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.trace import analysis
-from jitgrad.trace.bytecode import binary_op_symbol, line_at
+from jitgrad.trace.bytecode import binary_op_symbol, line_at, oparg
 from jitgrad.trace.instructions import decode
 from jitgrad.trace.resume import build_resume_code, user_function_name
 from jitgrad.trace.translator import Translator
@@ -212,9 +212,9 @@ def _render_statement(tx: Translator, operands: list[Var], expr: Any) -> list[st
     if inst.opname == "COMPARE_OP":
         return [f"__r = {expr(a)} {inst.argval} {expr(b)}"]
     # BINARY_OP: an in-place `x += 1` on a tensor, or arithmetic on a dynamic number
-    return [f"__r = {expr(a)}", f"__r {binary_op_symbol(inst.arg)} {expr(b)}"
-            if binary_op_symbol(inst.arg).endswith("=") else
-            f"__r = __r {binary_op_symbol(inst.arg)} {expr(b)}"]
+    return [f"__r = {expr(a)}", f"__r {binary_op_symbol(oparg(inst))} {expr(b)}"
+            if binary_op_symbol(oparg(inst)).endswith("=") else
+            f"__r = __r {binary_op_symbol(oparg(inst))} {expr(b)}"]
 
 
 def _local_arg(tx: Translator, name: str) -> str:

@@ -182,6 +182,12 @@ def call_sequence(nargs: int, kw_names: tuple[str, ...]) -> list[tuple[str, obje
     return prefix + [("PRECALL", nargs), ("CALL", nargs)]
 
 
+def oparg(inst: dis.Instruction) -> int:
+    """The oparg of an instruction that takes one (`dis` types it `int | None`)."""
+    assert inst.arg is not None, f"{inst.opname} takes no oparg"
+    return inst.arg
+
+
 def binary_op_symbol(arg: int) -> str:
     """Operator of `BINARY_OP arg`: '+', '@', '+=' ..."""
     return BINARY_OPS[arg][1]

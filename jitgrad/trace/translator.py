@@ -21,7 +21,7 @@ import types
 from typing import Any
 
 from jitgrad.trace import calls
-from jitgrad.trace.bytecode import binary_op_symbol
+from jitgrad.trace.bytecode import binary_op_symbol, oparg
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.resume import user_function_name
 from jitgrad.trace.unsupported import BreakKind, Unsupported
@@ -236,7 +236,7 @@ class Translator:
         self.push(ObjectVar(builtins.__build_class__))
 
     def LOAD_GLOBAL(self, inst: dis.Instruction) -> None:
-        if inst.arg & 1:
+        if oparg(inst) & 1:
             self.push(NullVar())
         self.push(self.ctx.load_global(self, inst.argval))
 
@@ -264,20 +264,20 @@ class Translator:
         self.push(NullVar())
 
     def COPY(self, inst: dis.Instruction) -> None:
-        self.push(self.stack[-inst.arg])
+        self.push(self.stack[-oparg(inst)])
 
     def SWAP(self, inst: dis.Instruction) -> None:
-        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+        self.stack[-1], self.stack[-oparg(inst)] = self.stack[-oparg(inst)], self.stack[-1]
 
     # ----- calls ----------------------------------------------------------------------
     def KW_NAMES(self, inst: dis.Instruction) -> None:
-        self.kw_names = self.code.co_consts[inst.arg]
+        self.kw_names = self.code.co_consts[oparg(inst)]
 
     def PRECALL(self, inst: dis.Instruction) -> None:
         pass
 
     def CALL(self, inst: dis.Instruction) -> None:
-        args = self.popn(inst.arg)
+        args = self.popn(oparg(inst))
         callable_, null_or_self = self.pop(), self.pop()
         if not isinstance(null_or_self, NullVar):  # [method, self] from LOAD_METHOD
             args = [callable_] + args
@@ -290,7 +290,7 @@ class Translator:
 
     def CALL_FUNCTION_EX(self, inst: dis.Instruction) -> None:
         keywords: dict[str, Var] = {}
-        if inst.arg & 1:
+        if oparg(inst) & 1:
             kw = self.pop()
             if not isinstance(kw, DictVar):
                 raise Unsupported(BreakKind.UNSUPPORTED_CALL, "**kwargs of an unknown mapping")
@@ -304,15 +304,15 @@ class Translator:
     def MAKE_FUNCTION(self, inst: dis.Instruction) -> None:
         code = self.pop().value
         closure: tuple = ()
-        if inst.arg & 0x08:
+        if oparg(inst) & 0x08:
             closure = tuple(self.pop().items)
-        if inst.arg & 0x04:
+        if oparg(inst) & 0x04:
             self.pop()  # annotations
         kwdefaults: dict[str, Var] = {}
-        if inst.arg & 0x02:
+        if oparg(inst) & 0x02:
             kwdefaults = dict(self.pop().items)
         defaults: tuple = ()
-        if inst.arg & 0x01:  # a tuple built at run time, or a constant one
+        if oparg(inst) & 0x01:  # a tuple built at run time, or a constant one
             defaults = tuple(calls.unpack_iterable(self, self.pop()))
         self.push(NestedFunctionVar(code, self.f_globals, defaults, kwdefaults, closure))
 
@@ -342,7 +342,7 @@ class Translator:
     # ----- operators ------------------------------------------------------------------
     def BINARY_OP(self, inst: dis.Instruction) -> None:
         b, a = self.pop(), self.pop()
-        symbol = binary_op_symbol(inst.arg)
+        symbol = binary_op_symbol(oparg(inst))
         inplace = symbol.endswith("=")
         fn = OPERATORS[symbol[:-1] if inplace else symbol]
         self.push(calls.apply_operator(self, fn, [a, b], inplace=inplace))
@@ -354,12 +354,12 @@ class Translator:
     def IS_OP(self, inst: dis.Instruction) -> None:
         b, a = self.pop(), self.pop()
         same = calls.is_same(self, a, b)
-        self.push(ConstVar(same != bool(inst.arg)))
+        self.push(ConstVar(same != bool(oparg(inst))))
 
     def CONTAINS_OP(self, inst: dis.Instruction) -> None:
         container, item = self.pop(), self.pop()
         found = calls.contains(self, container, item)
-        self.push(ConstVar(found != bool(inst.arg)))
+        self.push(ConstVar(found != bool(oparg(inst))))
 
     def _unary(self, inst: dis.Instruction) -> None:
         self.push(calls.apply_operator(self, OPERATORS[inst.opname], [self.pop()]))
@@ -379,69 +379,69 @@ class Translator:
 
     # ----- builders -------------------------------------------------------------------
     def BUILD_TUPLE(self, inst: dis.Instruction) -> None:
-        self.push(TupleVar(self.popn(inst.arg)))
+        self.push(TupleVar(self.popn(oparg(inst))))
 
     def BUILD_LIST(self, inst: dis.Instruction) -> None:
-        self.push(ListVar(self.popn(inst.arg)))
+        self.push(ListVar(self.popn(oparg(inst))))
 
     def BUILD_MAP(self, inst: dis.Instruction) -> None:
-        items = self.popn(2 * inst.arg)
+        items = self.popn(2 * oparg(inst))
         self.push(DictVar({calls.constant(self, k): v for k, v in zip(items[::2], items[1::2],
                                                                        strict=True)}))
 
     def BUILD_CONST_KEY_MAP(self, inst: dis.Instruction) -> None:
         keys = calls.constant(self, self.pop())
-        values = self.popn(inst.arg)
+        values = self.popn(oparg(inst))
         self.push(DictVar(dict(zip(keys, values, strict=True))))
 
     def BUILD_SLICE(self, inst: dis.Instruction) -> None:
         # sizes stay SymInts in a slice (`mask[:T]`, Note [Symbolic sizes])
         parts = [calls.to_python(self, v) if isinstance(v, ConstVar) and v.source is None
-                 else calls.constant(self, v) for v in self.popn(inst.arg)]
+                 else calls.constant(self, v) for v in self.popn(oparg(inst))]
         self.push(ConstVar(slice(*parts)))
 
     def BUILD_STRING(self, inst: dis.Instruction) -> None:
-        self.push(ConstVar("".join(calls.constant(self, v) for v in self.popn(inst.arg))))
+        self.push(ConstVar("".join(calls.constant(self, v) for v in self.popn(oparg(inst)))))
 
     def FORMAT_VALUE(self, inst: dis.Instruction) -> None:
-        spec = calls.constant(self, self.pop()) if inst.arg & 0x04 else ""
+        spec = calls.constant(self, self.pop()) if oparg(inst) & 0x04 else ""
         value = calls.constant(self, self.pop())
-        conversion = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
+        conversion = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[oparg(inst) & 0x03]
         self.push(ConstVar(format(conversion(value), spec)))
 
     def LIST_APPEND(self, inst: dis.Instruction) -> None:
         value = self.pop()
-        self.stack[-inst.arg].items.append(value)
+        self.stack[-oparg(inst)].items.append(value)
 
     def LIST_EXTEND(self, inst: dis.Instruction) -> None:
         values = calls.unpack_iterable(self, self.pop())
-        self.stack[-inst.arg].items.extend(values)
+        self.stack[-oparg(inst)].items.extend(values)
 
     def LIST_TO_TUPLE(self, inst: dis.Instruction) -> None:
         self.push(TupleVar(list(self.pop().items)))
 
     def MAP_ADD(self, inst: dis.Instruction) -> None:
         value, key = self.pop(), self.pop()
-        self.stack[-inst.arg].items[calls.constant(self, key)] = value
+        self.stack[-oparg(inst)].items[calls.constant(self, key)] = value
 
     def DICT_UPDATE(self, inst: dis.Instruction) -> None:
         update = self.pop()
         if not isinstance(update, DictVar):
             raise Unsupported(BreakKind.UNSUPPORTED_CALL, "dict update from an unknown mapping")
-        self.stack[-inst.arg].items.update(update.items)
+        self.stack[-oparg(inst)].items.update(update.items)
 
     DICT_MERGE = DICT_UPDATE
 
     def UNPACK_SEQUENCE(self, inst: dis.Instruction) -> None:
         items = calls.unpack_iterable(self, self.pop())
-        if len(items) != inst.arg:
+        if len(items) != oparg(inst):
             raise Unsupported(BreakKind.UNSUPPORTED_OPCODE, f"unpacking {len(items)} values into "
-                              f"{inst.arg} names")
+                              f"{oparg(inst)} names")
         self.stack.extend(reversed(items))
 
     def UNPACK_EX(self, inst: dis.Instruction) -> None:
         items = calls.unpack_iterable(self, self.pop())
-        before, after = inst.arg & 0xFF, inst.arg >> 8
+        before, after = oparg(inst) & 0xFF, oparg(inst) >> 8
         middle = ListVar(items[before:len(items) - after])
         values = items[:before] + [middle] + items[len(items) - after:]
         self.stack.extend(reversed(values))
