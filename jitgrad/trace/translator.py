@@ -18,7 +18,8 @@ import dis
 import linecache
 import operator
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from jitgrad.trace import calls
 from jitgrad.trace.bytecode import binary_op_symbol, oparg
@@ -65,6 +66,8 @@ OPERATORS = {
 # `all` stop the generator where eager stops it. A graph break inside the generator's
 # body breaks at the consumer in the compiled frame; a generator still alive at a break
 # cannot be rebuilt and makes the frame eager.
+
+V = TypeVar("V", bound=Var)
 
 
 class Translator:
@@ -145,7 +148,10 @@ class Translator:
 
     def location(self) -> SourceLocation:
         """The user's file, line, columns and source text of the current instruction."""
-        positions = self.current.positions
+        current = self.current
+        assert current is not None and current.positions is not None, "no instruction yet"
+        positions = current.positions
+        assert positions.lineno is not None, f"{current.opname} has no line"
         filename = self.code.co_filename
         text = linecache.getline(filename, positions.lineno).rstrip()
         return SourceLocation(filename, positions.lineno, positions.col_offset,
@@ -160,6 +166,18 @@ class Translator:
 
     def pop(self) -> Var:
         return self.stack.pop()
+
+    def pop_as(self, kind: type[V]) -> V:
+        """Pop a value the bytecode guarantees is a `kind` (a BUILD_* result, a code constant)."""
+        var = self.stack.pop()
+        assert isinstance(var, kind), f"expected {kind.__name__} on the stack, found {var!r}"
+        return var
+
+    def stack_at(self, depth: int, kind: type[V]) -> V:
+        """The `kind` the bytecode guarantees `depth` deep on the stack (LIST_APPEND's list)."""
+        var = self.stack[-depth]
+        assert isinstance(var, kind), f"expected {kind.__name__} on the stack, found {var!r}"
+        return var
 
     def popn(self, n: int) -> list[Var]:
         if n == 0:
@@ -302,15 +320,15 @@ class Translator:
         self.push(calls.call(self, callable_, calls.unpack_iterable(self, args), keywords))
 
     def MAKE_FUNCTION(self, inst: dis.Instruction) -> None:
-        code = self.pop().value
+        code = self.pop_as(ConstVar).value
         closure: tuple = ()
         if oparg(inst) & 0x08:
-            closure = tuple(self.pop().items)
+            closure = tuple(self.pop_as(TupleVar).items)
         if oparg(inst) & 0x04:
             self.pop()  # annotations
         kwdefaults: dict[str, Var] = {}
         if oparg(inst) & 0x02:
-            kwdefaults = dict(self.pop().items)
+            kwdefaults = dict(self.pop_as(DictVar).items)
         defaults: tuple = ()
         if oparg(inst) & 0x01:  # a tuple built at run time, or a constant one
             defaults = tuple(calls.unpack_iterable(self, self.pop()))
@@ -406,29 +424,30 @@ class Translator:
     def FORMAT_VALUE(self, inst: dis.Instruction) -> None:
         spec = calls.constant(self, self.pop()) if oparg(inst) & 0x04 else ""
         value = calls.constant(self, self.pop())
-        conversion = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[oparg(inst) & 0x03]
+        conversions: dict[int, Callable[[Any], Any]] = {0: lambda v: v, 1: str, 2: repr, 3: ascii}
+        conversion = conversions[oparg(inst) & 0x03]
         self.push(ConstVar(format(conversion(value), spec)))
 
     def LIST_APPEND(self, inst: dis.Instruction) -> None:
         value = self.pop()
-        self.stack[-oparg(inst)].items.append(value)
+        self.stack_at(oparg(inst), ListVar).items.append(value)
 
     def LIST_EXTEND(self, inst: dis.Instruction) -> None:
         values = calls.unpack_iterable(self, self.pop())
-        self.stack[-oparg(inst)].items.extend(values)
+        self.stack_at(oparg(inst), ListVar).items.extend(values)
 
     def LIST_TO_TUPLE(self, inst: dis.Instruction) -> None:
-        self.push(TupleVar(list(self.pop().items)))
+        self.push(TupleVar(list(self.pop_as(ListVar).items)))
 
     def MAP_ADD(self, inst: dis.Instruction) -> None:
         value, key = self.pop(), self.pop()
-        self.stack[-oparg(inst)].items[calls.constant(self, key)] = value
+        self.stack_at(oparg(inst), DictVar).items[calls.constant(self, key)] = value
 
     def DICT_UPDATE(self, inst: dis.Instruction) -> None:
         update = self.pop()
         if not isinstance(update, DictVar):
             raise Unsupported(BreakKind.UNSUPPORTED_CALL, "dict update from an unknown mapping")
-        self.stack[-oparg(inst)].items.update(update.items)
+        self.stack_at(oparg(inst), DictVar).items.update(update.items)
 
     DICT_MERGE = DICT_UPDATE
 
