@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, SupportsIndex
 
 import numpy as np
 
@@ -58,11 +58,14 @@ class device:  # noqa: N801 - PyTorch spells it `torch.device`
     """A device name; jitgrad computes on the CPU only."""
 
     __slots__ = ("type", "index")
+    type: str  # noqa: A003 - torch's attribute name
+    index: int | None
 
     def __init__(self, type: str | device = "cpu", index: int | None = None) -> None:  # noqa: A002
-        name = type
-        if isinstance(name, device):
-            name, index = name.type, name.index
+        if isinstance(type, device):
+            name, index = type.type, type.index
+        else:
+            name = type
         kind = name.split(":")[0]
         if kind not in ("cpu", "cuda", "mps", "meta"):
             raise RuntimeError(f"Expected one of cpu, cuda, mps device type at start of device "
@@ -119,6 +122,17 @@ class Tensor(TensorMethods):
     __slots__ = ("_data", "_requires_grad", "_grad_fn", "_grad", "_vc", "_output_nr",
                  "_view", "_grad_accumulator", "_hooks", "_post_acc_hooks", "_retains_grad",
                  "__weakref__", "__dict__")
+    _data: np.ndarray
+    _requires_grad: bool
+    _grad_fn: Node | None
+    _grad: Tensor | None
+    _vc: VersionCounter | None  # made on first use (Note [Hot path])
+    _output_nr: int
+    _view: ViewInfo | None
+    _grad_accumulator: weakref.ref[AccumulateGrad] | None
+    _hooks: dict[int, Callable[..., Any]] | None
+    _post_acc_hooks: dict[int, Callable[..., Any]] | None
+    _retains_grad: bool
 
     __array_priority__ = 1000  # numpy defers `ndarray * Tensor` to Tensor.__rmul__
     # True only for the compiler's 0-d stand-ins of Python numbers (trace.fake.FakeNumber),
@@ -465,7 +479,7 @@ class Tensor(TensorMethods):
 
         return tensor_repr(self)
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         from jitgrad.eager.ops.creation import rebuild_tensor
 
         return rebuild_tensor, (np.array(self._data), self._requires_grad, type(self))
