@@ -322,17 +322,17 @@ class FakeTensor(Tensor):
     nelement = numel
 
     def stride(self, dim: int | None = None) -> Any:
-        """Strides in elements: products of the sizes after each dim when this tensor is
-        laid out in C order (SymInts where those sizes are symbolic); other layouts of a
-        symbolic tensor specialize its sizes (Note [Symbolic sizes])."""
+        """Strides in elements: products of the sizes of the faster dims when this tensor is
+        dense in some dim order (SymInts where those sizes are symbolic: C order, `x.t()`);
+        other layouts of a symbolic tensor specialize its sizes (Note [Symbolic sizes])."""
         strides = super().stride()
         sym = self.__dict__.get("sym_shape")
         if sym is not None:
-            products, step = [], 1
-            for size in reversed(sym):
-                products.append(step)
-                step = step * size
-            products.reverse()
+            products: list[Any] = [0] * len(sym)
+            step: Any = 1
+            for d in sorted(range(len(sym)), key=lambda d: (strides[d], -d)):
+                products[d] = step
+                step = step * sym[d]
             if tuple(int.__int__(p) for p in products) == strides:
                 strides = tuple(products)
             else:

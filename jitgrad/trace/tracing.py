@@ -45,7 +45,7 @@ from jitgrad.trace.guards import (
     LengthMatch,
     SizeRelation,
     TensorMatch,
-    c_strides,
+    dense_order,
 )
 from jitgrad.trace.side_effects import SideEffects
 from jitgrad.trace.sources import (
@@ -101,7 +101,8 @@ class SizePolicy:
     `compile(dynamic=True)`; never: `compile(dynamic=False)` (no automatic dynamic);
     exact: no symbols, marks included (Note [Checking a symbolic trace]).
     `jitgrad.mark_dynamic(t, d)` / `mark_static(t, d)` mark one tensor's dims.
-    Only a C-contiguous tensor gets symbols (its strides follow from its sizes), and only
+    Only a tensor dense in some dim order gets symbols (its strides follow from its sizes:
+    C order, `x.t()`, any permutation of a contiguous tensor), and only
     at dims of size 2 or more (eager treats sizes 0 and 1 apart).
     """
 
@@ -122,7 +123,7 @@ class SizePolicy:
             if n >= 2 and d not in unmarked and SizeSource(source, d) not in self.static
             and (d in marked or not self.never and (
                 self.everything or SizeSource(source, d) in self.dynamic)))
-        if dims and tensor._data.strides != c_strides(shape, tensor._data.itemsize):
+        if dims and dense_order(tensor._data) is None:
             return frozenset()
         return dims
 

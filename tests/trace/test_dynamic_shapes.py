@@ -375,3 +375,43 @@ def test_sizes_read_at_a_break_follow_each_call(name):
             compiled(x, got)
             f(x, want)
     assert got.getvalue() == want.getvalue()
+
+
+# A dynamic input dense in another dim order than C (`x.t()`, a permuted batch) gets
+# symbols too: its strides are products of its sizes in that order. It got none, so a
+# transposed input of a changing batch recompiled per size until the limit, then ran eager.
+DENSE_LAYOUTS = {  # shape maker -> the input at batch n
+    "t": lambda n: rand(5, n, seed=n).t(),
+    "permuted": lambda n: rand(3, n, 4, seed=n).permute(1, 2, 0),
+    "batch_last": lambda n: rand(n, 3, 4, seed=n).permute(1, 2, 0),
+    "movedim": lambda n: rand(2, 3, n, seed=n).movedim(2, 0),
+}
+
+
+def _layout_program(x):
+    y = (x * 2).sum(-1) + x[..., 0]
+    return y, x.stride(), y.stride(), x.transpose(0, -1).contiguous().stride(), \
+        x.is_contiguous()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", sorted(DENSE_LAYOUTS))
+def test_a_dense_input_in_any_dim_order_stays_compiled_over_twelve_sizes(backend, layout):
+    make = DENSE_LAYOUTS[layout]
+    calls = [(make(n),) for n in (4, 5, 6, 7, 9, 12, 3, 17, 33, 8, 64, 2)]
+    compiled = run_all(_layout_program, calls, backend=backend)
+    assert cache_of(compiled).compiles == 2
+
+
+def test_a_layout_change_fails_the_dense_order_guard_with_its_reason():
+    compiled = jg.compile(lambda x: x * 2, dynamic=True)
+    compiled(rand(5, 4).t())
+    output = report.ExplainOutput()
+    report.recorders().append(output)
+    try:
+        assert_same(compiled(rand(5, 6)), rand(5, 6) * 2)  # C order: another entry
+    finally:
+        report.recorders().remove(output)
+    assert cache_of(compiled).compiles == 2
+    (reason,) = output.recompile_reasons
+    assert "x.stride() dense in dim order (0, 1): expected True, got False" in reason, reason

@@ -26,7 +26,7 @@ from jitgrad.trace.guards import (
     LengthMatch,
     SizeRelation,
     TensorMatch,
-    c_strides,
+    dense_order,
     explain_failure,
     guard_source,
 )
@@ -725,8 +725,7 @@ def _guards_on(draw, source, value) -> list[Guard]:
     """The guards a trace could put on `source` having seen `value`."""
     guards = [Guard("TYPE_MATCH", source, type(value))]
     if isinstance(value, Tensor):
-        exact = value._data.strides == c_strides(value._data.shape,
-                                                            value._data.itemsize)
+        exact = dense_order(value._data) is not None
         dynamic = frozenset(d for d in range(value.dim()) if exact and draw(st.booleans()))
         guards.append(Guard("TENSOR_MATCH", source, TensorMatch.of(
             value, strides=draw(st.booleans()), storage_offset=draw(st.booleans()),

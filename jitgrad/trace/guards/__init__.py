@@ -28,7 +28,7 @@ from jitgrad.trace.guards.guard_set import (
     guard_source,
 )
 from jitgrad.trace.guards.kinds import (
-    C_CONTIGUOUS,
+    DenseOrder,
     Guard,
     GuardKind,
     GuardLocation,
@@ -36,9 +36,10 @@ from jitgrad.trace.guards.kinds import (
     LengthMatch,
     SizeRelation,
     TensorMatch,
-    c_strides,
+    dense_order,
+    dense_strides,
 )
 
-__all__ = ["C_CONTIGUOUS", "FailedGuard", "Guard", "GuardKind", "GuardLocation", "GuardSet",
-           "KeysMatch", "LengthMatch", "SizeRelation", "TensorMatch", "c_strides",
-           "changed_numbers", "changed_sizes", "explain_failure", "guard_source"]
+__all__ = ["DenseOrder", "FailedGuard", "Guard", "GuardKind", "GuardLocation", "GuardSet",
+           "KeysMatch", "LengthMatch", "SizeRelation", "TensorMatch", "dense_order",
+           "dense_strides", "changed_numbers", "changed_sizes", "explain_failure", "guard_source"]

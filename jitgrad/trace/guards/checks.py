@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from jitgrad.trace.guards.kinds import (
-    C_CONTIGUOUS,
+    DenseOrder,
     Guard,
     GuardKind,
     TensorMatch,
-    c_strides,
+    dense_strides,
     describe_value,
     is_constant,
     readable,
@@ -147,9 +147,12 @@ def _tensor_checks(source: Source, expected: TensorMatch, names: Names) -> list[
                Check(source, f"{VALUE}._requires_grad", f"{VALUE}.requires_grad", _Truth,
                      expected.requires_grad)]
     itemsize = expected.dtype.np.itemsize
-    if expected.strides == C_CONTIGUOUS:
-        checks.append(Check(source, f"{data}.strides == {names.const(c_strides)}({data}.shape, "
-                            f"{itemsize})", f"{VALUE}.is_contiguous()", _Truth, True))
+    if isinstance(expected.strides, DenseOrder):
+        order = expected.strides.order
+        shown = f"{VALUE}.is_contiguous()" if expected.strides.is_c() else \
+            f"{VALUE}.stride() dense in dim order {order}"
+        checks.append(Check(source, f"{data}.strides == {names.const(dense_strides)}({data}.shape, "
+                            f"{itemsize}, {order!r})", shown, _Truth, True))
     elif expected.strides is not None:
         checks.append(Check(source, f"{data}.strides", f"{VALUE}.stride()", _Eq,
                             tuple(s * itemsize for s in expected.strides),

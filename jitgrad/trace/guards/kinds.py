@@ -52,27 +52,38 @@ class GuardLocation(NamedTuple):
     text: str
 
 
-C_CONTIGUOUS = "C"  # TensorMatch.strides of a tensor with dynamic dims: C order, any sizes
+class DenseOrder(NamedTuple):
+    """TensorMatch.strides of a tensor with dynamic dims: dense (no gaps, no overlap) in
+    this dim order, fastest first, for whatever sizes it has; C order is (ndim - 1, ..., 0),
+    `x.t()` of a C-contiguous matrix (0, 1)."""
+
+    order: tuple[int, ...]
+
+    def is_c(self) -> bool:
+        return self.order == tuple(range(len(self.order) - 1, -1, -1))
 
 
 class TensorMatch(NamedTuple):
     """Expected tensor metadata. `strides` (in elements) and `storage_offset` are checked
     when set. A dynamic dim (Note [Symbolic sizes]) has None in `shape`; such a tensor's
-    strides are `C_CONTIGUOUS`, C order for whatever sizes it has."""
+    strides are a `DenseOrder`, the order its dims are dense in for whatever sizes it has."""
 
     type: type
     shape: tuple[int, ...]
     dtype: dtypes.dtype
     requires_grad: bool
-    strides: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | DenseOrder | None = None
     storage_offset: int | None = None
 
     @classmethod
     def of(cls, tensor: Tensor, *, strides: bool = False, storage_offset: bool = False,
            dynamic: frozenset[int] = frozenset()) -> TensorMatch:
-        """The metadata of a real tensor; `dynamic` dims (of a C-contiguous tensor) unchecked."""
+        """The metadata of a real tensor; `dynamic` dims (of a tensor dense in some dim
+        order, `dense_order`) unchecked."""
         shape = tuple(None if d in dynamic else n for d, n in enumerate(tensor._data.shape))
-        layout = (C_CONTIGUOUS if dynamic else tensor.stride()) if strides else None
+        layout: tuple[int, ...] | DenseOrder | None = None
+        if strides:
+            layout = tensor.stride() if not dynamic else DenseOrder(dense_order(tensor._data))
         return cls(type(tensor), shape, tensor.dtype, bool(tensor._requires_grad), layout,
                    tensor.storage_offset() if storage_offset else None)
 
@@ -121,13 +132,23 @@ def _size_sources(expr: Any) -> list[Source]:
     return _size_sources(expr[1]) + _size_sources(expr[2])
 
 
-def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """The byte strides of a C-contiguous array of `shape` (as numpy gives a fresh one)."""
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+def dense_strides(shape: tuple[int, ...], itemsize: int, order: tuple[int, ...]
+                  ) -> tuple[int, ...]:
+    """The byte strides of an array of `shape` dense in dim `order` (fastest first); C
+    order, reversed dims, gives what numpy gives a fresh array."""
+    strides, step = [0] * len(shape), itemsize
+    for d in order:
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def dense_order(array: Any) -> tuple[int, ...] | None:
+    """The dim order (fastest first) `array` is dense in, its strides exactly that order's
+    for its sizes (`dense_strides`), or None: overlapping, with gaps, or a size-1 dim whose
+    stride no order gives. Ties go to C order."""
+    order = tuple(sorted(range(array.ndim), key=lambda d: (array.strides[d], -d)))
+    return order if dense_strides(array.shape, array.itemsize, order) == array.strides else None
 
 
 class LengthMatch(NamedTuple):
