@@ -606,7 +606,7 @@ class CompiledFunctionBackward(Node):
         for (_, index), value, counter, version in zip(
                 self.region.joint.saved, saved.values, saved.counters, saved.versions,
                 strict=True):
-            if counter is not None and counter.value != version:
+            if counter is not None and counter.changed_since(version):
                 out = Tensor._make(value, True, self, index)
                 out._vc = counter
                 return out
@@ -685,6 +685,7 @@ def _saved_values(joint: JointGraphs, inputs: tuple, returned: tuple,
     Tensors, returned outputs as arrays with the returned tensor's version counter (no
     reference from the node back to its own output), intermediates as arrays."""
     values, counters, versions = [], [], []
+    owners: dict[int, Tensor] | None = None
     for kind, index in joint.saved:
         counter = None
         if kind == "input":
@@ -694,11 +695,27 @@ def _saved_values(joint: JointGraphs, inputs: tuple, returned: tuple,
             value = returned[index]._data
         else:
             value = results[index]._data
+            if isinstance(value, np.ndarray):
+                # an input's or a returned output's array or a view of one: eager saved a
+                # tensor sharing that one's counter, so its later writes are checked
+                if owners is None:
+                    owners = {id(_storage_of(t._data)): t for t in (*returned, *inputs)
+                              if isinstance(t, Tensor)}
+                owner = owners.get(id(_storage_of(value)))
+                if owner is not None:
+                    counter = owner._version_counter()
         values.append(value)
         counters.append(counter)
         versions.append(counter.value if counter is not None else
                         value._version if isinstance(value, Tensor) else 0)
     return SavedValues(values, counters, versions)
+
+
+def _storage_of(array: Any) -> Any:
+    """The array at the root of `array`'s `.base` chain (its storage)."""
+    while isinstance(getattr(array, "base", None), np.ndarray):
+        array = array.base
+    return array
 
 
 def _rebuild_alias(inputs: tuple, alias: tuple[int, tuple]) -> Tensor:

@@ -118,7 +118,7 @@ class BackwardCFunction(Node, FunctionCtx):
         saved = self._saved
         assert saved is not None, "only called while saved values exist"
         modified = [i for i, nr in enumerate(self._saved_output_nrs)
-                    if nr is not None and saved.counters[i].value != saved.versions[i]]
+                    if nr is not None and saved.counters[i].changed_since(saved.versions[i])]
         assert modified, "check() reports a modified saved output, so one exists"
         return self._saved_output(self._saved_output_nrs[modified[0]], modified[0])
 

@@ -51,12 +51,30 @@ _tuple_new = tuple.__new__
 
 
 class VersionCounter:
-    """Counts in-place writes to one storage; shared by a base, its views and detach()es."""
+    """Counts in-place writes to one storage; shared by a base, its views and detach()es.
 
-    __slots__ = ("value",)
+    follows: (counter, version, tensor) once a compiled graph has written this counter's
+    tensor back into a caller's `tensor` (a mutated input's final value, which eager saved
+    as that tensor itself): a write to it after `version` counts as a write to this one,
+    so a backward that saved the value raises eager's error, naming that tensor.
+    """
+
+    __slots__ = ("value", "follows")
 
     def __init__(self) -> None:
         self.value = 0
+        self.follows: tuple[VersionCounter, int, Any] | None = None
+
+    def changed_since(self, version: int) -> bool:
+        """Whether a write happened after this counter read `version` (or after the
+        write-back it follows)."""
+        follows = self.follows
+        return self.value != version or follows is not None and follows[0].value != follows[1]
+
+    def written_follower(self) -> tuple[VersionCounter, int, Any] | None:
+        """`follows` when the tensor it follows was written since the write-back."""
+        follows = self.follows
+        return follows if follows is not None and follows[0].value != follows[1] else None
 
 
 class NodeHooks:
@@ -200,19 +218,20 @@ class SavedValues:
         for i, counter in enumerate(self.counters):
             if read is not None and not read[i]:
                 continue
-            if counter is not None:
-                if counter.value != self.versions[i]:
-                    self._raise_modified(node, i, output)
-            else:
-                vc = getattr(self.values[i], "_vc", None)
-                if vc is not None and vc.value != self.versions[i]:
-                    self._raise_modified(node, i, output)
+            if counter is None:
+                counter = getattr(self.values[i], "_vc", None)
+            if counter is not None and counter.changed_since(self.versions[i]):
+                self._raise_modified(node, i, output)
 
     def _raise_modified(self, node: Node, i: int, output: Callable[[int], Tensor]) -> None:
         value = self.values[i]
         from jitgrad.eager.tensor import Tensor
 
         t = value if isinstance(value, Tensor) else output(0)
+        version, expected = t._version, self.versions[i]
+        follows = (self.counters[i] or t._version_counter()).written_follower()
+        if follows is not None:  # eager saved the caller's tensor (VersionCounter.follows)
+            t, version, expected = follows[2], follows[0].value, follows[1]
         grad_fn = t.grad_fn
         while grad_fn is not None and grad_fn.name() == "WithHistoryBackward":
             # a compiled graph's stand-in for a tensor written unseen by autograd: the
@@ -222,9 +241,9 @@ class SavedValues:
                 grad_fn = None
         where = "a leaf Tensor" if grad_fn is None else \
             f"output 0 of {forward_name(grad_fn.name())}"
-        if not isinstance(value, Tensor):
+        if not isinstance(value, Tensor) and follows is None:
             where = f"output 0 of {forward_name(node.name())}"
-        raise modified_error(t, where, t._version, self.versions[i])
+        raise modified_error(t, where, version, expected)
 
 
 def modified_error(t: Tensor, where: str, version: int, expected: int) -> RuntimeError:

@@ -26,8 +26,9 @@ see: `meta["overwritten"] = (storage, version)` on a value an in-place write rep
 the cast). The generated Python advances an overwritten value's version counter by the
 number of writes that replaced it, around its last read: before it when that read is the
 writing op (which may save the old value, as eager's in-place op saves a copy), after it
-otherwise; and it gives a promotion cast its source's counter, so the saved values eager
-autograd checks are the ones eager had.
+otherwise; and it gives a promotion cast and a view their source's counter, so the saved
+values eager autograd checks are the ones eager had (a view of an input written after
+the call raises as eager's does).
 """
 
 from __future__ import annotations
@@ -577,7 +578,7 @@ class _CodeWriter:
                 call = f"{self._callee(node.target, node.meta.get('callee'))}(" \
                        f"{_render_call(args, node.kwargs, self._leaf)})"
             line = f"{node.name} = {call}" if node.users else call
-            if node.meta.get("promotion") and node.users:
+            if node.users and (node.meta.get("promotion") or _is_view(node)):
                 line += f"; {self._global(share_version, 'share_version')}" \
                         f"({node.name}, {self._leaf(args[0])})"
         for n in dead:
@@ -666,11 +667,25 @@ def bump_version(value: Any, writes: int) -> None:
         value._version_counter().value += writes
 
 
-def share_version(cast: Any, source: Any) -> None:
-    """A promotion cast reports its source's in-place writes (Note [Eager versions of a
-    functional graph])."""
-    if isinstance(cast, Tensor) and isinstance(source, Tensor) and cast is not source:
-        cast._vc = source._version_counter()
+def share_version(value: Any, source: Any) -> None:
+    """A promotion cast or a view reports its source's in-place writes, as eager's view
+    shares its base's counter (Note [Eager versions of a functional graph])."""
+    if isinstance(value, Tensor) and isinstance(source, Tensor) and value is not source:
+        value._vc = source._version_counter()
+
+
+def _is_view(node: Node) -> bool:
+    """Whether `node` is, in eager, a view sharing its first argument's counter: its value
+    has a ViewInfo, and no value on its way to the root base was overwritten in the graph
+    (those counters are advanced by `bump_version` for the value alone)."""
+    val = node.meta.get("val")
+    if not (isinstance(val, Tensor) and val._view is not None and node.args and
+            isinstance(node.args[0], Node)) or "overwritten" in node.meta:
+        return False
+    source = node.args[0]
+    base = source.meta.get("val")
+    return isinstance(base, Tensor) and "overwritten" not in source.meta and (
+        source.op == "placeholder" or base._view is None or _is_view(source))
 
 
 def _last_uses(graph: Graph) -> list[tuple[Node, list[Node]]]:

@@ -106,10 +106,15 @@ class SideEffects:
 def write_back(target: Any, value: Any, writes: int) -> None:
     """Copy a graph's final value of a mutated input into the real tensor's storage and
     advance its version counter by the trace's in-place writes (Note [Functionalized
-    in-place ops] in jitgrad/trace/fake.py)."""
+    in-place ops] in jitgrad/trace/fake.py). A backward that saved the value saved, in
+    eager, the real tensor: the value's counter follows the real tensor's from now on, so
+    a later write to it raises "modified by an inplace operation" there too."""
     if value is not target:
         if type(target._data) is np.ndarray:
             target._data[...] = value._data
         else:  # a numpy scalar (some 0-d op results): immutable, so nothing shares it
             target._data = np.array(value._data, dtype=target._data.dtype)
-    target._version_counter().value += writes
+    counter = target._version_counter()
+    counter.value += writes
+    if value is not target:
+        value._version_counter().follows = (counter, counter.value, target)

@@ -540,3 +540,87 @@ def test_resize_in_place_still_breaks_the_graph_with_eagers_values():
     assert [r.kind for r in report.break_reasons] == ["INPLACE_SHAPE_CHANGE"]
     a, b = pair(data())
     np.testing.assert_array_equal(compile_eager(f)(a).numpy(), f(b).numpy())
+
+
+# A value saved for backward that is a mutated input's final value is, in eager, the input
+# tensor itself: a write to the input after the graph (at a break, or after the call) makes
+# eager's backward raise. The graph's copy was saved instead, so compiled backward ran on
+# (campaign seed 1042040); its counter now follows the input's from the write-back on.
+def _saves_the_written_input(b, c):
+    c *= 0.5
+    v = b * c  # saves c, as written by `*=`
+    c.copy_(b)  # a break (copy from a value that requires grad into an input)
+    return c + v
+
+
+def _saves_then_returns(b, c):
+    c *= 0.5
+    return b * c
+
+
+LATER_WRITES = {
+    "at_a_break": (_saves_the_written_input, None),
+    "after_the_call": (_saves_then_returns, lambda c: c.add_(1.0)),
+    "none": (_saves_then_returns, None),
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("case", sorted(LATER_WRITES))
+def test_a_saved_written_input_written_again_raises_as_eager(backend, case):
+    fn, later = LATER_WRITES[case]
+    outcomes = []
+    for run in (jg.compile(fn, backend=backend), fn):
+        b = jg.tensor(1.5, requires_grad=True)
+        c = jg.ones(2, 3)
+        out = run(b, c)
+        if later is not None:
+            later(c)
+        try:
+            out.sum().backward()
+            outcomes.append(("grad", float(b.grad), c._version))
+        except RuntimeError as err:
+            outcomes.append(("raised", str(err), c._version))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == ("grad" if case == "none" else "raised")
+
+
+def _saves_a_view_of_the_input(b, c):
+    return b * c[0]
+
+
+def _saves_a_view_of_the_written_input(b, c):
+    c *= 0.5
+    return b * c[0]
+
+
+def _saves_a_view_of_a_returned_output(b, c):
+    out = c * 2
+    return b * out[0], out
+
+
+VIEW_SAVES = {"input": _saves_a_view_of_the_input,
+              "written_input": _saves_a_view_of_the_written_input,
+              "returned": _saves_a_view_of_a_returned_output}
+
+
+@pytest.mark.parametrize("backend", ["eager", "numba"])
+@pytest.mark.parametrize("case", sorted(VIEW_SAVES))
+@pytest.mark.parametrize("write", [True, False])
+def test_a_saved_view_of_a_callers_tensor_checks_its_writes_as_eager(backend, case, write):
+    # eager saves the view, which shares the tensor's counter; compiled saved its own array
+    # with no counter, so a write after the call went unseen (and the gradient read it)
+    fn = VIEW_SAVES[case]
+    outcomes = []
+    for run in (jg.compile(fn, backend=backend), fn):
+        b = jg.tensor(1.5, requires_grad=True)
+        c = jg.ones(2, 3)
+        out = run(b, c)
+        if write:
+            (out[1] if case == "returned" else c).add_(1.0)
+        try:
+            (out[0] if case == "returned" else out).sum().backward()
+            outcomes.append(("grad", float(b.grad)))
+        except RuntimeError as err:
+            outcomes.append(("raised", "modified by an inplace operation" in str(err)))
+    assert outcomes[0] == outcomes[1] == (("raised", True) if write else ("grad", outcomes[1][1]))
