@@ -134,7 +134,8 @@ class GraphTask:
             stack.extend(parents.get(node, ()))
         return needed
 
-    def execute(self, root_edges: Sequence[Edge], root_grads: Sequence[Any]) -> list[Any]:
+    def execute(self, root_edges: Sequence[Edge | None], root_grads: Sequence[Any]
+                ) -> list[Any]:
         """Run the pass; returns the captured gradients (for `autograd.grad`)."""
         ready = ReadyQueue()
         roots = []
@@ -240,7 +241,7 @@ class GraphTask:
             raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                f"gradients (expected {len(edges)}, got {len(outputs)})")
         metadata = node.input_metadata
-        fixed = []
+        fixed: list[Any] = []
         for i, grad in enumerate(outputs):
             if grad is None or edges[i] is None:
                 fixed.append(None)
@@ -375,7 +376,7 @@ def _gradient_copy(grad: np.ndarray, param: np.ndarray) -> np.ndarray:
 def _make_root_grads(tensors: Sequence[Tensor], grad_tensors: Sequence[Any] | None,
                      create_graph: bool) -> list[Any]:
     """Check each root and its gradient (E4/E5/E14 of research) and convert the gradient."""
-    grads = []
+    grads: list[Any] = []  # Tensors under create_graph, arrays otherwise
     given = list(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
     if len(given) != len(tensors):
         raise RuntimeError(f"got {len(given)} gradients for {len(tensors)} tensors")
@@ -479,7 +480,7 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
     edges = [_input_edge(t, i) for i, t in enumerate(input_list)]
     task = GraphTask(retain_graph, create_graph, capture_edges=edges)
     captured = _run_task(task, roots, grads)
-    results = []
+    results: list[Tensor | None] = []
     for i, (t, g) in enumerate(zip(input_list, captured, strict=True)):
         if g is None:
             if materialize_grads:

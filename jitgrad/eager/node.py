@@ -130,6 +130,9 @@ class Node:
 
     __slots__ = ("next_edges", "sequence_nr", "input_metadata", "hooks", "_metadata",
                  "__weakref__")
+    next_edges: tuple[Edge | None, ...]  # one per forward input (None: needs no gradient)
+    input_metadata: tuple[Any, ...]  # (shape, dtype) per forward input
+    sequence_nr: float  # creation order; math.inf for leaves
 
     num_outputs = 1
 

@@ -58,7 +58,9 @@ class ReplayStep:
 
     def backward(self, xp: Any, g: Any) -> Any:
         """Map a gradient of this step's output to its input (the op's own formula)."""
-        (grad,) = self.op.backward(xp, self, g)
+        backward = self.op.backward
+        assert backward is not None, f"view op {self.op.name} has a derivative"
+        (grad,) = backward(xp, self, g)
         shape = self.input_metadata[0][0]
         actual = grad._data.shape if isinstance(grad, Tensor) else np.shape(grad)
         return grad if actual == shape else xp.sum_to(grad, shape)

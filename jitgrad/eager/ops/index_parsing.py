@@ -154,9 +154,9 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
     Raises IndexError (out of range, too many indices, bad types, mask shape) or
     ValueError (negative slice step) like PyTorch.
     """
-    basic = _simple_basic(shape, index)
-    if basic is not None:
-        return basic, None
+    simple = _simple_basic(shape, index)
+    if simple is not None:
+        return simple, None
     if type(index) is Tensor and index._data.dtype.kind == "i" and index._data.ndim and shape:
         ids = {0: index._data}  # `table[ids]`, e.g. embeddings
         _check_arrays(ids, {0: (0, shape[0])}, lambda: shape)
@@ -230,7 +230,7 @@ def parse_index(shape: tuple[int, ...], index: Any) -> tuple[tuple | None, tuple
     if not advanced:
         return tuple(basic), None
     _check_arrays(advanced, sizes,
-                  lambda: layout.layout_array(shape, np.uint8, None)[tuple(basic)].shape)
+                  lambda: layout.layout_array(shape, np.dtype(np.uint8), None)[tuple(basic)].shape)
     adv = tuple(advanced.get(d, slice(None)) for d in range(max(advanced) + 1))
     return (None if keeps_all else tuple(basic)), adv
 
