@@ -40,6 +40,7 @@ from jitgrad.trace.fake import (
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.guards import (
     Guard,
+    GuardKind,
     GuardSet,
     KeysMatch,
     LengthMatch,
@@ -179,10 +180,10 @@ class TraceContext:
         self._input_fakes: dict[Source, FakeTensor] = {}
         self._lift_sources: dict[int, Source] = {}
         self._constants: dict[int, FakeTensor] = {}
-        self._guarded: set[tuple[str, Source]] = set()
+        self._guarded: set[tuple[GuardKind, Source]] = set()
 
     # ----- guards ---------------------------------------------------------------------
-    def _guard(self, kind: str, source: Source | None, expected: Any) -> None:
+    def _guard(self, kind: GuardKind, source: Source | None, expected: Any) -> None:
         if source is None or (kind, source) in self._guarded:
             return
         self._guarded.add((kind, source))
@@ -192,17 +193,17 @@ class TraceContext:
         if var.source is None:
             return
         try:
-            self._guard("EQUALS_MATCH", var.source, var.value)
+            self._guard(GuardKind.EQUALS_MATCH, var.source, var.value)
         except TypeError:  # not a plain constant (a dtype, a slice...): its identity
             self._guarded.discard(("EQUALS_MATCH", var.source))
-            self._guard("ID_MATCH", var.source, var.value)
+            self._guard(GuardKind.ID_MATCH, var.source, var.value)
 
     def guard_storage_offsets(self) -> None:
         """A traced `storage_offset()` read: every tensor input's storage offset is guarded
         (views of inputs report offsets that follow theirs)."""
         for source, fake in self._input_fakes.items():
             tensor = fake.storage.input[1]
-            self.guards.add(Guard("TENSOR_MATCH", source, TensorMatch.of(
+            self.guards.add(Guard(GuardKind.TENSOR_MATCH, source, TensorMatch.of(
                 tensor, strides=True, storage_offset=True,
                 dynamic=self._dynamic_dims.get(source, frozenset())), self.recorder.location))
 
@@ -219,18 +220,18 @@ class TraceContext:
             return (expr[0], sized(expr[1]), sized(expr[2]))
 
         for source, k in env.aliases:
-            self.guards.add(Guard("SIZE_RELATION", source, SizeRelation(
+            self.guards.add(Guard(GuardKind.SIZE_RELATION, source, SizeRelation(
                 ("size", source), "==", ("size", env.sources[k]))))
         for (lhs, op, rhs), location in env.relations.items():
             relation = SizeRelation(sized(lhs), op, sized(rhs))
-            self.guards.add(Guard("SIZE_RELATION", relation.sources()[-1], relation,
+            self.guards.add(Guard(GuardKind.SIZE_RELATION, relation.sources()[-1], relation,
                                   location))
 
     def guard_identity(self, var: ObjectVar) -> None:
-        self._guard("ID_MATCH", var.source, var.value)
+        self._guard(GuardKind.ID_MATCH, var.source, var.value)
 
     def guard_type(self, var: ObjectVar) -> None:
-        self._guard("TYPE_MATCH", var.source, type(var.value))
+        self._guard(GuardKind.TYPE_MATCH, var.source, type(var.value))
 
     # ----- values from outside ------------------------------------------------------------
     def wrap_value(self, value: Any, source: Source | None) -> Var:
@@ -258,17 +259,17 @@ class TraceContext:
             # trace wrote so far; reached by another name, the two must stay one object
             known = self._containers[id(value)]
             if known.source != source:
-                self._guard("DUPLICATE_INPUT", source, known.source)
+                self._guard(GuardKind.DUPLICATE_INPUT, source, known.source)
             return known
         if type(value) in (tuple, list):
-            self._guard("LENGTH_MATCH", source, LengthMatch.of(value))
+            self._guard(GuardKind.LENGTH_MATCH, source, LengthMatch.of(value))
             items = [self.wrap_value(v, source and ItemSource(source, i))
                      for i, v in enumerate(value)]
             if type(value) is tuple:
                 return TupleVar(items, source=source)
             return self._container(value, ListVar(items, source=source))
         if type(value) is dict and all(isinstance(k, (str, int)) for k in value):
-            self._guard("DICT_KEYS_MATCH", source, KeysMatch.of(value))
+            self._guard(GuardKind.DICT_KEYS_MATCH, source, KeysMatch.of(value))
             return self._container(value, DictVar({
                 k: self.wrap_value(v, source and ItemSource(source, k))
                 for k, v in value.items()}, source=source))
@@ -285,7 +286,7 @@ class TraceContext:
         if fake is not None:
             if source is not None and source != self._lift_sources[id(tensor)]:
                 # the graph treats both reads as one tensor: they must stay one object
-                self._guard("DUPLICATE_INPUT", source, self._lift_sources[id(tensor)])
+                self._guard(GuardKind.DUPLICATE_INPUT, source, self._lift_sources[id(tensor)])
             return fake
         if source is None:
             fake = self.constant_tensor(tensor)
@@ -293,7 +294,7 @@ class TraceContext:
             return fake
         # strides guarded: the trace follows eager's layout decisions (view vs copy, stride())
         dynamic = self.sizes.dims(source, tensor)
-        self._guard("TENSOR_MATCH", source, TensorMatch.of(tensor, strides=True,
+        self._guard(GuardKind.TENSOR_MATCH, source, TensorMatch.of(tensor, strides=True,
                                                            dynamic=dynamic))
         node = self.graph.placeholder(_placeholder_name(source))
         fake = FakeTensor.like(node, tensor, tensor._requires_grad)
@@ -324,7 +325,7 @@ class TraceContext:
         """
         fake = self._lifted.get(id(source))
         if fake is None:
-            self._guard("TYPE_MATCH", source, type(value))
+            self._guard(GuardKind.TYPE_MATCH, source, type(value))
             node = self.graph.placeholder(_placeholder_name(source))
             example = number_tensor(value)
             fake = FakeNumber.of(node, (), example._data.dtype, False)
@@ -416,7 +417,7 @@ class TraceContext:
             raise Unsupported(BreakKind.UNSUPPORTED_VALUE,
                               f"indexing a {type(table).__name__} with "
                               "a tensor")
-        self._guard("ID_MATCH", source, tensor)
+        self._guard(GuardKind.ID_MATCH, source, tensor)
         stored = self.side_effects.load_item(table, tensor)
         if stored is not None:
             return stored
@@ -426,7 +427,7 @@ class TraceContext:
         if not (isinstance(table, defaultdict) and table.default_factory is dict):
             raise Unsupported(BreakKind.USER_ERROR, f"KeyError: {source.name()} is not a key of "
                               f"{mapping.source.name()}")
-        self._guard("NOT_PRESENT", item_source, None)
+        self._guard(GuardKind.NOT_PRESENT, item_source, None)
         created = DictVar({})
         self.side_effects.store_item(table, tensor, item_source, created)
         return created
@@ -560,7 +561,7 @@ class TraceContext:
             return self.inline(tx, nested, args, kwargs)
         source = fn_var.source if fn_var is not None else None
         if source is not None:
-            self._guard("CODE_MATCH", source, fn.__code__)
+            self._guard(GuardKind.CODE_MATCH, source, fn.__code__)
         defaults = tuple(self.wrap_value(v, None) for v in fn.__defaults__ or ())
         kwdefaults = {k: self.wrap_value(v, None) for k, v in (fn.__kwdefaults__ or {}).items()}
         cells = tuple(CellVar(contents=self.wrap_value(
@@ -730,7 +731,7 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
     sizes: which input dims are symbols (Note [Symbolic sizes]).
     """
     ctx = TraceContext(fn, dynamic_numbers, sizes)
-    ctx._guard("GRAD_MODE", GradModeSource(), STATE.enabled)
+    ctx._guard(GuardKind.GRAD_MODE, GradModeSource(), STATE.enabled)
     code = fn.__code__
     params = bind_arguments(code, tuple(ConstVar(v) for v in fn.__defaults__ or ()),
                             {k: ConstVar(v) for k, v in (fn.__kwdefaults__ or {}).items()},
