@@ -46,6 +46,8 @@ still compare):
   1.3e154 in float64): torch's kernel gives NaN rows; jitgrad computes eager's two passes
   in the input's dtype, so the variance is inf and the row 0 (a constant row of 3e38 is 0
   as in exact arithmetic).
+- `torch.maximum`/`minimum` of two zeros: torch's vectorized loop returns the second
+  operand's, its scalar loop the first's (by length and vector width); jitgrad the first's.
 - An integer tensor written with a value requiring grad (`i[..., 0] = x.sum()`) reports
   requires_grad=True in torch (it can never get a gradient); in jitgrad False. The
   requires_grad of integer and bool tensors is not compared, nor are their `.grad`s listed;

@@ -131,10 +131,33 @@ def _gelu(torch, fn):
     return gelu_with_infinity(torch)
 
 
+def first_zero_of_ties(torch, fn):
+    """torch.maximum/minimum where both operands are zeros: torch's vectorized loop gives
+    the second operand's zero and its scalar loop the first's (which elements take which
+    path depends on the length and the CPU's vector width); jitgrad always gives the
+    first's. -0.0 and 0.0 part through 1/x (campaign seed 1046568). The first's, where
+    both are zeros; the gradient stays torch's."""
+    value_of_out = _value_of_class(torch)
+
+    def patched(input, other, *args, **kwargs):
+        out = fn(input, other, *args, **kwargs)
+        if not (isinstance(input, torch.Tensor) and isinstance(other, torch.Tensor)
+                and out.is_floating_point()):
+            return out
+        ties = (input == 0) & (other == 0)
+        if not bool(ties.any()):
+            return out
+        value = torch.where(ties, input.detach().to(out.dtype), out.detach())
+        return value_of_out.apply(out, value) if out.requires_grad else value
+
+    return patched
+
+
 # (namespace under torch, name) -> shim factory(torch, original)
 TORCH_QUIRKS = {("nn.functional", "gelu"): _gelu,
                 ("nn.functional", "layer_norm"): layer_norm_in_input_dtype,
-                ("", "prod"): prod_in_float64, ("Tensor", "prod"): prod_in_float64}
+                ("", "prod"): prod_in_float64, ("Tensor", "prod"): prod_in_float64,
+                ("", "maximum"): first_zero_of_ties, ("", "minimum"): first_zero_of_ties}
 
 
 def install_quirks(torch) -> None:
