@@ -21,7 +21,8 @@ class _GradState(threading.local):
     it traces (see Note [Recording ops while tracing] in jitgrad/eager/ops/registry.py)."""
 
     enabled = True
-    recorder = None
+    # called as recorder(op, inputs, arrays, params) by apply_op while set
+    recorder: Callable[..., Any] | None = None
 
 
 STATE = _GradState()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, SupportsIndex
+from typing import Any, Self, SupportsIndex
 
 import numpy as np
 
@@ -146,7 +146,7 @@ class Tensor(TensorMethods):
 
     @classmethod
     def _make(cls, data: np.ndarray, requires_grad: bool = False, grad_fn: Node | None = None,
-              output_nr: int = 0) -> Tensor:
+              output_nr: int = 0) -> Self:
         """Wrap an array (no copy). See Note [Hot path]."""
         t = object.__new__(cls)
         t._data = data
@@ -248,7 +248,7 @@ class Tensor(TensorMethods):
     def requires_grad(self, value: bool) -> None:
         self.requires_grad_(value)
 
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
         """Set requires_grad on a leaf in place. Raises RuntimeError on a non-leaf or int tensor."""
         if self.grad_fn is not None:
             if not requires_grad:

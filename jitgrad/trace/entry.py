@@ -37,7 +37,7 @@ import types
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
@@ -46,7 +46,7 @@ from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines, us
 from jitgrad.trace.backends import lookup_backend
 from jitgrad.trace.calls import grad_mode_decorated
 from jitgrad.trace.dynamic import SymbolicGraph, signature, size_expr
-from jitgrad.trace.fake import FakeNumber, number_tensor
+from jitgrad.trace.fake import FakeNumber, number_tensor, view_base
 from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
@@ -75,10 +75,18 @@ class CompileError(RuntimeError):
     """`fullgraph=True` met code it cannot capture: names the construct, file:line, hint."""
 
 
+class Runner(Protocol):
+    """A generated runner (`build_runner`): called as the user's function, its source kept."""
+
+    __jitgrad_source__: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class CacheEntry:
     """One compiled version of a frame: its guard function, runner and what it holds."""
 
-    def __init__(self, guard: Callable[..., bool], run: Callable[..., Any], result: TraceResult,
+    def __init__(self, guard: Callable[..., bool], run: Runner, result: TraceResult,
                  graph_module: GraphModule, guard_source: str, compiled: Any) -> None:
         self.guard = guard
         self.run = run
@@ -107,7 +115,9 @@ class CodeCache:
         self.eager_reason: str | None = None  # set when the frame runs eagerly from now on
 
 
-_CACHES: dict[tuple[int, int], CodeCache] = {}
+# (code, closure, defaults, kwdefaults, backend) identities, then the options
+CacheKey = tuple[int | bool | None, ...]
+_CACHES: dict[CacheKey, CodeCache] = {}
 _NESTED = [0]  # compiled frames running now, one inside another (config.MAX_NESTED_FRAMES)
 _FRAMES_PER_NESTED_CALL = 8  # Python frames a compiled call nested at a break takes, at most
 _TOTAL = {"compiles": 0}
@@ -130,8 +140,12 @@ def cache_for(fn: types.FunctionType, backend: Any,
     cache = _CACHES.get(key)
     if cache is None:
         cache = _CACHES[key] = CodeCache(owners)
-        weakref.finalize(code, _CACHES.pop, key, None)
+        weakref.finalize(code, _drop_cache, key)
     return cache
+
+
+def _drop_cache(key: CacheKey) -> None:
+    _CACHES.pop(key, None)
 
 
 def _cache_key(fn: types.FunctionType, backend: Any) -> tuple[int, ...]:
@@ -464,7 +478,7 @@ class CompiledFunction:
         return CacheEntry(guard, run, result, graph_module, guard_source, compiled)
 
     def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
-                      compiled: Callable[..., Any]) -> Callable[..., Any]:
+                      compiled: Callable[..., Any]) -> Runner:
         fn = self._function
         env = _RunnerEnv(fn, result.shape_env)
         outputs = list(graph.output_node.args)
@@ -492,26 +506,29 @@ class CompiledFunction:
         replay += result.side_effects.statements(expr, lambda source: source.reconstruct(env))
         locations += [None] * (len(replay) - len(locations))
         if plan is None:
+            assert result.output is not None, "a trace that did not stop returned a value"
             body = replay + [f"return {expr(result.output)}"]
             locations.append(None)
         else:
+            stopped = result.stopped_at
+            assert stopped is not None, "a break plan comes with the trace stopped at it"
             if plan.opname == "CHECKPOINT" and not any(
                     n.op == "call_function" for n in graph.nodes):
                 refused = Unsupported(BreakKind.BREAK_IN_TRY,
                                       "nothing to capture before a try block "
                                       "whose body cannot be traced")
-                refused.location = result.stopped_at.location()
+                refused.location = stopped.location()
                 raise refused
             try:
                 body = replay + breaks.emit_break(
-                    result.stopped_at, plan, expr,
+                    stopped, plan, expr,
                     lambda *spec: _named_const(env, self._resume(*spec)),
                     lambda var: self._trampoline(var, env), env.const)
             except Unsupported as err:  # a value at the break that cannot be rebuilt
                 if getattr(err, "location", None) is None:
-                    err.location = result.stopped_at.location()
+                    err.location = stopped.location()
                 raise
-            locations += [result.stopped_at.location()] * (len(body) - len(locations))
+            locations += [stopped.location()] * (len(body) - len(locations))
         return build_runner(fn, inputs, body, compiled, env, locations)
 
     def _resume(self, offset: int, n_stack: int, names: list[str],
@@ -556,7 +573,7 @@ class CompiledFunction:
     def _trampoline(self, var: Var, env: _RunnerEnv) -> str | None:
         """A user function called at a break runs through its own CompiledFunction, so
         it is compiled too (nested frames, as TorchDynamo's eval-frame hook gives)."""
-        value = getattr(var, "value", None)
+        value: Any = getattr(var, "value", None)
         function = value.__func__ if isinstance(value, types.MethodType) else value
         if not isinstance(function, types.FunctionType) or not is_user_code(function):
             return None
@@ -569,8 +586,12 @@ class CompiledFunction:
 
 def _graph_of(result: TraceResult, plan: breaks.BreakPlan | None) -> Any:
     """The trace's graph with its outputs: what the runner needs of the graph."""
-    tensors = breaks.tensors_at_break(result.stopped_at, plan) if plan is not None \
-        else tensors_in(result.output)
+    if plan is not None:
+        assert result.stopped_at is not None, "a break plan comes with the trace stopped at it"
+        tensors = breaks.tensors_at_break(result.stopped_at, plan)
+    else:
+        assert result.output is not None, "a trace that did not stop returned a value"
+        tensors = tensors_in(result.output)
     tensors += [t for var in result.side_effects.values() for t in tensors_in(var)]
     # a view reaches the caller rebuilt on its base (see `_output_expr`), and inputs as
     # themselves (written back if mutated), not as outputs
@@ -619,7 +640,7 @@ def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
     if not callable(fn):  # torch.compile refuses these up front, too
         raise TypeError(f"jitgrad.compile: '{type(fn).__name__}' object is not callable; "
                         "pass a Python function, method or nn.Module")
-    if isinstance(fn, types.MethodType):
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         return fn.__func__, fn.__self__
     if isinstance(fn, types.FunctionType):
         return fn, None
@@ -673,7 +694,8 @@ def _warn_once(message: str) -> None:
 def _user_stacklevel() -> int:
     """warnings.warn's stacklevel of the first caller outside jitgrad and its generated
     runners (the user's line)."""
-    frame, level = sys._getframe(1), 1
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE_DIR, "<jitgrad")):
         frame, level = frame.f_back, level + 1
     return level
@@ -705,14 +727,16 @@ def _view_base(var: TensorVar) -> TensorVar:
     if alias is not None:
         return _view_base(TensorVar(alias[0]))
     view = var.fake._view
-    return var if view is None else _view_base(TensorVar(view.base))
+    return var if view is None else _view_base(TensorVar(view_base(view)))
 
 
 class _RunnerEnv:
     """How the generated runner refers to the frame (a `SourceEnv` for Source.reconstruct)."""
 
     def __init__(self, fn: types.FunctionType, shape_env: Any = None) -> None:
-        self.namespace: dict[str, Any] = {"__G": fn.__globals__, "__B": fn.__builtins__}
+        # typeshed declares FunctionType.__builtins__; mypy does not see dunder builtins
+        builtins = fn.__builtins__  # type: ignore[attr-defined]
+        self.namespace: dict[str, Any] = {"__G": fn.__globals__, "__B": builtins}
         self.shape_env = shape_env
         self.size_of: Callable[[SizeSource], str] | None = None  # a size, read off the inputs
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
@@ -779,7 +803,7 @@ def _output_expr(var: Var, outputs: list[Any], env: _RunnerEnv,
             return f"{owner}.data" if alias[1] == "data" else f"{owner}.detach()"
         view = fake._view
         if view is not None:
-            base = _output_expr(TensorVar(view.base), outputs, env, input_names)
+            base = _output_expr(TensorVar(view_base(view)), outputs, env, input_names)
             return f"{env.const(rebuild_view, 'rebuild_view')}({base}, " \
                 f"{env.const(view.replay, sizes=True)}, {view.creation!r})"
         if fake.storage.input is not None:
@@ -870,7 +894,7 @@ def _input_names(inputs: list[str]) -> list[str]:
 
 def build_runner(fn: types.FunctionType, inputs: list[str], body: list[str],
                  compiled: Callable[..., Any], env: _RunnerEnv,
-                 locations: list[SourceLocation | None]) -> Callable[..., Any]:
+                 locations: list[SourceLocation | None]) -> Runner:
     """Generate the entry's runner with `fn`'s signature (see the module docstring).
 
     inputs: the expression of each graph input (bound to `__i<k>` first, so statements

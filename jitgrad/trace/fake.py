@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -69,7 +69,7 @@ from jitgrad.eager.ops.indexing import INDEX_PUT, put, scalar_type_name
 from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
 from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.symbolic_int import sizes as sym_shape
-from jitgrad.eager.tensor import Size, Tensor, normalize_dim
+from jitgrad.eager.tensor import Size, Tensor, ViewInfo, normalize_dim
 from jitgrad.trace import symbolic
 from jitgrad.trace.graph import Graph
 from jitgrad.trace.graph import Node as GraphNode
@@ -194,15 +194,16 @@ class FakeTensor(Tensor):
         gradient, as in eager."""
         storage = self.__dict__["storage"]
         alias = self.__dict__.get("alias_of")
+        recorder = _recorder()
         if alias is None and storage.history is not None and STATE.enabled and \
-                STATE.recorder is not None:
+                recorder is not None:
             return self.output_node()
         if alias is None or not (STATE.enabled and alias[0]._requires_grad) or \
-                STATE.recorder is None:
+                recorder is None:
             return storage.node
         cached = self.__dict__.get("detached")
         if cached is None or cached[0] is not storage.node:
-            detached = STATE.recorder._node(OPS["detach"], (storage.node,), {})
+            detached = recorder._node(OPS["detach"], (storage.node,), {})
             detached.meta["val"] = self
             cached = self.__dict__["detached"] = (storage.node, detached)
         return cached[1]
@@ -217,7 +218,8 @@ class FakeTensor(Tensor):
         cached = self.__dict__.get("with_history")
         if cached is None or cached[0] is not storage.node:
             args = (storage.history, storage.node)
-            node = STATE.recorder._node(OPS["with_history"], args, {}) if STATE.recorder \
+            recorder = _recorder()
+            node = recorder._node(OPS["with_history"], args, {}) if recorder is not None \
                 else _with_history_at_end(storage.node.graph, args)
             node.meta["val"] = self
             cached = self.__dict__["with_history"] = (storage.node, node)
@@ -296,11 +298,14 @@ class FakeTensor(Tensor):
                               "index mixing slices and index tensors",
                               "index in two steps (slices, then index tensors) to keep it in "
                               "the graph")
-        if advanced is None:
+        index = advanced
+        if index is None:
+            assert basic is not None, "an index has a basic or an advanced stage"
             inplace.check_no_partial_overlap(self, (value,), self._data[basic])  # as eager
+            index = basic
         if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
             value = value.to(self.dtype)
-        written = put(INDEX_PUT, self, basic if advanced is None else advanced, value, False)
+        written = put(INDEX_PUT, self, index, value, False)
         _write(self, written, "`x[i] = v`", check_dtype=False)
 
     # sizes as the user's code reads them: SymInts for symbolic dims (Note [Symbolic sizes])
@@ -413,7 +418,7 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
     if reason is not None:
         raise Unsupported(BreakKind.INPLACE_ON_VIEW, f"in-place {what} on a traced tensor that is "
                           f"{reason}", "use out-of-place ops to keep it in the graph")
-    owner = view.base if view is not None else target
+    owner = view_base(view) if view is not None else target
     storage = owner.storage
     if storage.outside:
         raise Unsupported(BreakKind.INPLACE_ON_CONSTANT,
@@ -458,12 +463,12 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
                          {"np_dtype": target._data.dtype})
     base = target
     if target._view is not None:
-        base = target._view.base
+        base = view_base(target._view)
         value = written_base(target._view, base, value)
     # autograd sees the write unless grad mode is off or it goes through .data/.detach()
     visible = STATE.enabled and base.__dict__.get("alias_of") is None
     bumps = base.__dict__.get("alias_of", (None, ""))[1] != "data"
-    views = views_of(STATE.recorder.graph, base.storage)
+    views = views_of(_active_recorder().graph, base.storage)
     if bumps:
         _mark_overwritten(base, views, writer)
     _rebind(base.storage, value, visible)
@@ -480,7 +485,12 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
     return target
 
 
-def _mark_overwritten(base: FakeTensor, views: list[Tensor], writer: GraphNode | None) -> None:
+def view_base(view: ViewInfo) -> FakeTensor:
+    """A traced view's base (a fake tensor, as every tensor a trace makes)."""
+    return cast(FakeTensor, view.base)
+
+
+def _mark_overwritten(base: FakeTensor, views: list[FakeTensor], writer: GraphNode | None) -> None:
     """Before a write that advances `base`'s version counter: the values it and its views
     held until now get `meta["overwritten"] = (base's storage, version they had, writer)`,
     writer being the node of the in-place op's result (it may save the old value: eager
@@ -506,7 +516,7 @@ def _rebind(storage: FakeStorage, value: Tensor, visible: bool) -> None:
     elif storage.history is None and any(t._requires_grad for t in storage.tensors):
         storage.history = storage.node
     storage.node = value.node if isinstance(value, FakeTensor) else \
-        STATE.recorder.constant_of(value)
+        _active_recorder().constant_of(value)
 
 
 def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor]:
@@ -796,10 +806,21 @@ class OpRecorder:
         if array.dtype != x._data.dtype:
             node = self._node(OPS["to_dtype"], (node,), {"np_dtype": array.dtype})
             node.meta["promotion"] = True  # eager's op saves x itself, not this cast
-            cast = FakeTensor.like(node, Tensor._make(array), x._requires_grad)
+            converted = FakeTensor.like(node, Tensor._make(array), x._requires_grad)
             if x.__dict__.get("sym_shape") is not None:
-                cast.__dict__["sym_shape"] = x.__dict__["sym_shape"]
+                converted.__dict__["sym_shape"] = x.__dict__["sym_shape"]
         return node
+
+
+def _recorder() -> OpRecorder | None:
+    """The recorder of the trace in progress (None outside one, and in `run_eagerly`)."""
+    return cast("OpRecorder | None", STATE.recorder)
+
+
+def _active_recorder() -> OpRecorder:
+    recorder = _recorder()
+    assert recorder is not None, "fake tensors are written only while a trace records"
+    return recorder
 
 
 def run_eagerly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -147,10 +147,10 @@ class TraceResult:
     graph: Graph
     guards: GuardSet
     input_sources: list[Source]
+    side_effects: SideEffects
     output: Var | None
     stopped_at: Translator | None = None
     number_sources: frozenset[Source] = frozenset()  # inputs that are Python numbers
-    side_effects: SideEffects | None = None
     mutations: list[Mutation] = dataclasses.field(default_factory=list)
     shape_env: ShapeEnv = dataclasses.field(default_factory=ShapeEnv)
     # in-place view ops on inputs, (source, name, args, kwargs) in program order per input
@@ -759,6 +759,6 @@ def trace_function(fn: types.FunctionType, args: tuple, kwargs: dict[str, Any],
     ctx.guard_sizes()
     view_ops = [(source, *op) for source, fake in ctx._input_fakes.items()
                 for op in fake.storage.view_ops]
-    return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, output,
+    return TraceResult(ctx.graph, ctx.guards, ctx.input_sources, ctx.side_effects, output,
                        tx if tx.stopped else None, frozenset(ctx.number_sources),
-                       ctx.side_effects, ctx.mutated_inputs(), ctx.shape_env, view_ops)
+                       ctx.mutated_inputs(), ctx.shape_env, view_ops)

@@ -22,7 +22,7 @@ chunk or unbind) are refused, so they run eagerly (jitgrad/trace/fake.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from jitgrad.eager.ops.registry import OPS, apply_op
 from jitgrad.eager.ops.shape import EXPAND
 from jitgrad.eager.tensor import Tensor, ViewInfo
 from jitgrad.eager.views import replay_backward, replay_forward
+
+if TYPE_CHECKING:
+    from jitgrad.trace.fake import FakeTensor
 
 
 def unwritable_view(view: ViewInfo) -> str | None:
@@ -59,11 +62,11 @@ def written_base(view: ViewInfo, base: Tensor, value: Tensor) -> Tensor:
     return where(Tensor._make(outside), base, scattered)
 
 
-def views_of(graph: Any, storage: Any) -> list[Tensor]:
+def views_of(graph: Any, storage: Any) -> list[FakeTensor]:
     """The traced views whose root base holds `storage` (each once, in creation order)."""
     if not any(t._vc is not None for t in storage.tensors):  # make_view gives the base one
         return []
-    found: dict[int, Tensor] = {}
+    found: dict[int, FakeTensor] = {}
     for node in graph.nodes:
         val = node.meta.get("val")
         view = getattr(val, "_view", None)
@@ -76,6 +79,7 @@ def regenerated(view: Tensor) -> Tensor:
     """The view's value replayed on its base's current value (a detach if it was made
     under no_grad). Recorded into the graph being traced."""
     info = view._view
+    assert info is not None, "only views are regenerated"
     value = replay_forward(info.replay, info.base)
     if info.creation == "no_grad" and STATE.enabled and value._requires_grad:
         value = apply_op(OPS["detach"], (value,), (value._data,), {})
