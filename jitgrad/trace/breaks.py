@@ -92,15 +92,15 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
         raise _frame_only(err, "; ".join(refusals))
     if any(block.kind != "with" for block in blocks):
         return _checkpoint_before(instrs, at, err)
-    following = instrs[instrs.index(at) + 1].offset
+    following = instrs[instrs.index(at) + 1].decoded_offset
     if instruction.opname == "CALL":
-        return BreakPlan(instruction.offset, "CALL", (following,))
+        return BreakPlan(instruction.decoded_offset, "CALL", (following,))
     if instruction.opname in _BRANCHES:
-        return BreakPlan(instruction.offset, instruction.opname,
+        return BreakPlan(instruction.decoded_offset, instruction.opname,
                          (following, instruction.argval))
     if instruction.opname in _STATEMENTS and (
             instruction.opname not in ("BINARY_OP", "COMPARE_OP") or err.kind in _OPERATOR_BREAKS):
-        return BreakPlan(instruction.offset, instruction.opname, (following,))
+        return BreakPlan(instruction.decoded_offset, instruction.opname, (following,))
     raise _frame_only(err, f"{instruction.opname} cannot be resumed after")
 
 
@@ -112,7 +112,7 @@ def _checkpoint_before(instrs: list[Any], at: Any, err: Unsupported) -> BreakPla
     if not candidates:
         raise _frame_only(err, "the break is inside a try block with no earlier checkpoint")
     checkpoint = candidates[-1]
-    return BreakPlan(checkpoint.offset, "CHECKPOINT", (checkpoint.offset,))
+    return BreakPlan(checkpoint.decoded_offset, "CHECKPOINT", (checkpoint.decoded_offset,))
 
 
 def _frame_only(err: Unsupported, why: str) -> Unsupported:
@@ -222,8 +222,10 @@ def _local_arg(tx: Translator, name: str) -> str:
 
 
 def _call_arity(tx: Translator) -> int:
-    assert tx.current is not None and tx.current.opname == "CALL", "stopped at a CALL"
-    return tx.current.arg
+    current = tx.current
+    assert current is not None and current.opname == "CALL" and current.arg is not None, \
+        "stopped at a CALL"
+    return current.arg
 
 
 def _render_call(tx: Translator, operands: list[Var], expr: Any, trampoline: Any) -> str:

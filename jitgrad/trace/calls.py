@@ -567,7 +567,7 @@ def grad_mode_decorated(value: Any) -> tuple[bool, types.FunctionType] | None:
     function = value.__func__ if isinstance(value, types.MethodType) else value
     if getattr(function, "__code__", None) is not _GRAD_MODE_WRAPPER_CODE:
         return None
-    cells = dict(zip(function.__code__.co_freevars, function.__closure__, strict=True))
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or (), strict=True))
     return cells["mode"].cell_contents, cells["fn"].cell_contents
 
 
@@ -877,8 +877,8 @@ for _fn in (builtins.abs, builtins.int, builtins.float, builtins.bool, builtins.
             builtins.round, builtins.divmod, builtins.pow, builtins.issubclass, builtins.type,
             builtins.repr):
     BUILTINS[_fn] = _constant_builtin(_fn)
-for _fn in (builtins.sum, builtins.min, builtins.max, builtins.sorted):
-    BUILTINS[_fn] = _consuming(_fn)
+for _reducer in (builtins.sum, builtins.min, builtins.max, builtins.sorted):
+    BUILTINS[_reducer] = _consuming(_reducer)
 BUILTINS[builtins.any] = _short_circuit(True)
 BUILTINS[builtins.all] = _short_circuit(False)
 BUILTINS[builtins.next] = _builtin_next

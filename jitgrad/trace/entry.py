@@ -51,7 +51,7 @@ from jitgrad.trace.graph import SourceLocation
 from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
 from jitgrad.trace.resume import clear_resume_cache
-from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source
+from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source, builtins_of
 from jitgrad.trace.specialize import Refused
 from jitgrad.trace.tracing import SizePolicy, TraceResult, is_user_code, trace_function
 from jitgrad.trace.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
@@ -734,9 +734,7 @@ class _RunnerEnv:
     """How the generated runner refers to the frame (a `SourceEnv` for Source.reconstruct)."""
 
     def __init__(self, fn: types.FunctionType, shape_env: Any = None) -> None:
-        # typeshed declares FunctionType.__builtins__; mypy does not see dunder builtins
-        builtins = fn.__builtins__  # type: ignore[attr-defined]
-        self.namespace: dict[str, Any] = {"__G": fn.__globals__, "__B": builtins}
+        self.namespace: dict[str, Any] = {"__G": fn.__globals__, "__B": builtins_of(fn)}
         self.shape_env = shape_env
         self.size_of: Callable[[SizeSource], str] | None = None  # a size, read off the inputs
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):

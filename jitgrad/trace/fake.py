@@ -159,6 +159,11 @@ class FakeStorage:
         # an input's in-place view ops (name, args, kwargs), replayed on it after the graph
         self.view_ops: list[tuple[str, tuple, dict]] = []
 
+    def input_tensor(self) -> Tensor:
+        """The real tensor of a graph input's storage."""
+        assert self.input is not None, "only a graph input's storage has a real tensor"
+        return self.input[1]
+
 
 class FakeTensor(Tensor):
     """A traced graph value: metadata of a Tensor without data. See the module docstring."""

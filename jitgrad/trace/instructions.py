@@ -70,6 +70,12 @@ class Instr:
         return bc.OPMAP[self.opname]
 
     @property
+    def decoded_offset(self) -> int:
+        """`offset` of an instruction read from a code object (decode sets it)."""
+        assert self.offset is not None, "an instruction made by a rewrite has no offset"
+        return self.offset
+
+    @property
     def argrepr(self) -> str:
         """Readable argument, free of object addresses (deterministic logs and tests)."""
         op = self.opcode

@@ -127,7 +127,7 @@ def _build(
     unknown = [n for n in locals_in if n not in code.co_varnames]
     if unknown:
         raise ValueError(f"live names {unknown} are not variables of {code.co_qualname}")
-    line = bc.line_at(code, start.offset)
+    line = bc.line_at(code, start.decoded_offset)
     prologue = _prologue(start, depth, n_stack, null_slots,
                          list(zip(withs, with_blocks, strict=True)))
     for instr in prologue:

@@ -28,7 +28,7 @@ class SideEffects:
 
     def __init__(self) -> None:
         self._entries: list[tuple[str, Any, Any, Var | None]] = []
-        self._stores: dict[tuple[int, str], Var] = {}
+        self._stores: dict[tuple[int, str | int], Var] = {}  # (owner, attr or key id)
 
     def store_global(self, globals_dict: dict[str, Any], name: str, source: Source,
                      value: Var) -> None:
@@ -88,10 +88,10 @@ class SideEffects:
         lines = []
         for kind, source, target, value in self._entries:
             place = reconstruct(source)
-            if kind == "assign":
-                lines.append(f"{place} = {expr(value)}")
-            elif kind == "setattr":
-                lines.append(f"{place}.{target} = {expr(value)}")
+            if kind != "contents":
+                assert value is not None, "a store records its value"
+                attr = f".{target}" if kind == "setattr" else ""
+                lines.append(f"{place}{attr} = {expr(value)}")
             elif isinstance(target, DictVar):
                 items = ", ".join(f"{k!r}: {expr(v)}" for k, v in target.items.items())
                 lines += [f"{place}.clear()", f"{place}.update({{{items}}})"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import types
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,14 +30,18 @@ from typing import Any, Protocol
 from jitgrad.eager.grad_mode import is_grad_enabled
 
 
-class SourceEnv(Protocol):
-    """How generated code refers to the frame; see `jitgrad.trace.guards`."""
+class KeyEnv(Protocol):
+    """What rendering an item key needs (`render_item_key`)."""
 
     def expr(self, source: Source) -> str:
         """The expression for `source`'s value (a temporary once it has been computed)."""
 
     def const(self, value: object) -> str:
         """A name bound to `value` in the generated code's namespace."""
+
+
+class SourceEnv(KeyEnv, Protocol):
+    """How generated code refers to the frame; see `jitgrad.trace.guards`."""
 
     def globals_dict(self) -> str:
         """The expression for the compiled function's `__globals__` dict."""
@@ -49,6 +54,11 @@ class SourceEnv(Protocol):
 
     def grad_state(self) -> str:
         """The expression for the object whose `.enabled` is the current grad mode."""
+
+
+def builtins_of(fn: types.FunctionType) -> dict[str, Any]:
+    """The builtins namespace `fn` runs with (its globals' `__builtins__`, as CPython binds)."""
+    return fn.__builtins__  # type: ignore[attr-defined]  # typeshed has it; mypy hides the dunder
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,20 +77,23 @@ class FrameValues:
     closure: dict[str, Any]
 
     @classmethod
-    def bind(cls, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> FrameValues:
+    def bind(cls, fn: types.FunctionType | types.MethodType, args: tuple,
+             kwargs: dict[str, Any]) -> FrameValues:
         """Bind `args`/`kwargs` to `fn`'s signature as a call would, defaults applied.
 
         `fn` may be a function or a bound method (its `__self__` becomes the first argument).
         Raises TypeError when the arguments do not bind, with CPython's message.
         """
-        if inspect.ismethod(fn):
+        function: Callable[..., Any] = fn
+        if isinstance(fn, types.MethodType):
             args = (fn.__self__, *args)
-            fn = fn.__func__
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+            function = fn.__func__
+        assert isinstance(function, types.FunctionType), "a compiled method is a Python function"
+        bound = inspect.signature(function, follow_wrapped=False).bind(*args, **kwargs)
         bound.apply_defaults()
-        cells = fn.__closure__ or ()
-        return cls(dict(bound.arguments), fn.__globals__, fn.__builtins__,
-                   dict(zip(fn.__code__.co_freevars, cells, strict=True)))
+        cells = function.__closure__ or ()
+        return cls(dict(bound.arguments), function.__globals__, builtins_of(function),
+                   dict(zip(function.__code__.co_freevars, cells, strict=True)))
 
 
 def render_key(key: object) -> str | None:
@@ -239,7 +252,7 @@ class ItemSource(Source):
         return self.key.get(frame) if isinstance(self.key, Source) else self.key
 
 
-def render_item_key(key: object, env: SourceEnv) -> str:
+def render_item_key(key: object, env: KeyEnv) -> str:
     """An item key in generated code: a literal, the key's source, or a named constant."""
     if isinstance(key, Source):
         return env.expr(key)

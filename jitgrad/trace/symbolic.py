@@ -114,6 +114,12 @@ class SymInt(SymbolicInt):
         specialize(self)
         return self.hint
 
+    def __index__(self) -> int:  # a size used as an index or a range bound specializes
+        return int(self)
+
+    def __float__(self) -> float:
+        return float(int(self))
+
     def __hash__(self) -> int:
         return int.__hash__(self)
 
@@ -178,8 +184,6 @@ def _install_operators() -> None:
     for name in ("round", "trunc", "floor", "ceil", "invert"):
         method = getattr(int, f"__{name}__")
         setattr(SymInt, f"__{name}__", lambda a, *rest, m=method: m(int(a), *rest))
-    SymInt.__float__ = lambda a: float(int(a))  # type: ignore[method-assign]
-    SymInt.__index__ = lambda a: int(a)  # type: ignore[method-assign]
 
 
 _install_operators()

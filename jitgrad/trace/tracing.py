@@ -202,7 +202,7 @@ class TraceContext:
         """A traced `storage_offset()` read: every tensor input's storage offset is guarded
         (views of inputs report offsets that follow theirs)."""
         for source, fake in self._input_fakes.items():
-            tensor = fake.storage.input[1]
+            tensor = fake.storage.input_tensor()
             self.guards.add(Guard(GuardKind.TENSOR_MATCH, source, TensorMatch.of(
                 tensor, strides=True, storage_offset=True,
                 dynamic=self._dynamic_dims.get(source, frozenset())), self.recorder.location))
@@ -366,7 +366,7 @@ class TraceContext:
         in-place ops] in jitgrad/trace/fake.py.
         """
         found = []
-        inputs = [self._input_fakes[s].storage.input[1] for s in self.input_sources
+        inputs = [self._input_fakes[s].storage.input_tensor() for s in self.input_sources
                   if s not in self.number_sources]
         for source in self.input_sources:
             if source in self.number_sources:
@@ -374,7 +374,7 @@ class TraceContext:
             storage = self._input_fakes[source].storage
             if not storage.written:
                 continue
-            tensor = storage.input[1]
+            tensor = storage.input_tensor()
             if any(other is not tensor and np.may_share_memory(tensor._data, other._data)
                    for other in inputs):
                 raise Unsupported(BreakKind.INPLACE_ON_ALIASED_INPUT, f"in-place write to "
@@ -613,15 +613,17 @@ class TraceContext:
         location = self.recorder.location
         result = child.run()
         self.recorder.location = location
+        assert result is not None, "an inlined frame runs to its return (it has no stop_at)"
         return result
 
 
 def _bound_value(var: Var) -> Any:
     """The real value bound to a parameter (`*args` arrive as a tuple, `**kwargs` a dict)."""
     if isinstance(var, TupleVar):
-        return tuple(v.value for v in var.items)
+        return tuple(_bound_value(v) for v in var.items)
     if isinstance(var, DictVar):
-        return {k: v.value for k, v in var.items.items()}
+        return {k: _bound_value(v) for k, v in var.items.items()}
+    assert isinstance(var, ConstVar), "the call's arguments are bound as ConstVars"
     return var.value
 
 

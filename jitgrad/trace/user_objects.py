@@ -141,11 +141,17 @@ def decorates_local(value: Any, args: list[Var]) -> bool:
 
 
 def decorate(value: Any, args: list[Var], kwargs: dict[str, Any]) -> Var:
-    real = [local_function(a) if isinstance(a, NestedFunctionVar) else a.value for a in args]
-    result = value(*real, **kwargs)
+    result = value(*map(_decorated_value, args), **kwargs)
     if isinstance(result, type):
         _LOCAL_CLASSES.add(result)
     return ObjectVar(result)
+
+
+def _decorated_value(var: Var) -> Any:
+    if isinstance(var, NestedFunctionVar):
+        return local_function(var)
+    assert isinstance(var, ObjectVar | ConstVar), "decorates_local admits these"
+    return var.value
 
 
 _OWN_ATTRIBUTE_HOOKS = ("__new__", "__getattr__", "__getattribute__", "__setattr__",

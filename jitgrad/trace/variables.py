@@ -42,7 +42,7 @@ class TupleVar(Var):
     results such as max(dim=...) or topk), whose fields read as attributes."""
 
     items: list[Var]
-    cls: type | None = field(default=None, kw_only=True)
+    cls: Any = field(default=None, kw_only=True)  # a namedtuple class (`_make`, `_fields`)
 
 
 @dataclass(eq=False)

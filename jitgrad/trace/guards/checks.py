@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 from jitgrad.trace.guards.kinds import (
     DenseOrder,
@@ -146,7 +146,7 @@ def _tensor_checks(source: Source, expected: TensorMatch, names: Names) -> list[
     checks += [Check(source, f"{data}.dtype", f"{VALUE}.dtype", _Eq, expected.dtype.np),
                Check(source, f"{VALUE}._requires_grad", f"{VALUE}.requires_grad", _Truth,
                      expected.requires_grad)]
-    itemsize = expected.dtype.np.itemsize
+    itemsize = expected.dtype.itemsize
     if isinstance(expected.strides, DenseOrder):
         order = expected.strides.order
         shown = f"{VALUE}.is_contiguous()" if expected.strides.is_c() else \
@@ -340,7 +340,7 @@ def mismatch_equals(expected: object, value: object) -> str | None:
         return (f"expected {readable(expected)} ({type(expected).__name__}), "
                 f"got {readable(value)} ({type(value).__name__})")
     if type(expected) is tuple:
-        items = tuple(value)  # type: ignore[call-overload]
+        items = cast(tuple, value)  # of expected's type, checked above
         if len(items) != len(expected) or any(
                 mismatch_equals(e, v) is not None for e, v in zip(expected, items, strict=True)):
             return f"expected {readable(expected)}, got {readable(value)}"

@@ -7,7 +7,6 @@ import builtins
 import inspect
 import re
 import types
-from collections.abc import Callable
 from typing import Any
 
 from jitgrad.eager.grad_mode import STATE
@@ -16,6 +15,7 @@ from jitgrad.trace.guards.kinds import Guard, GuardKind, format_location, readab
 from jitgrad.trace.sources import (
     LocalSource,
     Source,
+    builtins_of,
     chain,
 )
 
@@ -83,9 +83,9 @@ class GuardCodegen:
         return f"({name} := {text})"
 
     def const(self, value: object, label: str = "") -> str:
-        if (isinstance(value, type) and getattr(builtins, value.__name__, None) is value
-                and value.__name__ not in self.params):
-            return value.__name__
+        name = value.__name__ if isinstance(value, type) else None
+        if name is not None and getattr(builtins, name, None) is value and name not in self.params:
+            return name
         if id(value) in self._const_names:
             return self._const_names[id(value)]
         if not label:
@@ -198,14 +198,14 @@ class GuardCodegen:
                         self._uses[link.base] = self._uses.get(link.base, 0) + 1
 
 
-def define_function(fn: Callable[..., Any], generator: GuardCodegen, text: str, name: str,
+def define_function(fn: types.FunctionType, generator: GuardCodegen, text: str, name: str,
               what: str) -> types.FunctionType:
     """The function `name` defined by `text`, reading `fn`'s globals, builtins and cells and
     binding arguments with `fn`'s defaults."""
     namespace: dict[str, Any] = {"__builtins__": builtins}
     exec(compile(text, f"<jitgrad {what} for {fn.__qualname__}>", "exec"), namespace)
     env = {"__builtins__": builtins, **generator.consts,
-           generator.names["G"]: fn.__globals__, generator.names["B"]: fn.__builtins__,
+           generator.names["G"]: fn.__globals__, generator.names["B"]: builtins_of(fn),
            generator.names["C"]: fn.__closure__}
     made = types.FunctionType(namespace[name].__code__, env, name, fn.__defaults__)
     made.__kwdefaults__ = fn.__kwdefaults__

@@ -98,7 +98,7 @@ class GuardSet:
         return "\n".join(text if loc is None else f"{text:<{width}}  # {format_location(loc)}"
                          for text, loc in rows)
 
-    def build_guard_fn(self, fn: Callable[..., Any]) -> Callable[..., bool]:
+    def build_guard_fn(self, fn: types.FunctionType) -> Callable[..., bool]:
         """The guard for calls of `fn`: `guard(*args, **kwargs)` is True when every guard holds.
 
         `fn` is a function or a bound method (the guard is then bound to the same
@@ -117,7 +117,7 @@ class GuardSet:
         guard.__jg_guard_source__ = source  # type: ignore[attr-defined]
         return guard
 
-    def build_explainer_fn(self, fn: Callable[..., Any]) -> tuple[Callable[..., Any],
+    def build_explainer_fn(self, fn: types.FunctionType) -> tuple[Callable[..., Any],
                                                                    list[tuple[Guard, Check]]]:
         """A function with `fn`'s signature that runs the guard's checks one by one and
         returns `(index, True, value read)` for the first that fails, `(index, False,
@@ -131,7 +131,7 @@ class GuardSet:
         source, checks = generator.render_explainer(list(self), fn.__qualname__, name)
         return define_function(fn, generator, source, name, "guard explainer"), checks
 
-    def build_reader_fn(self, fn: Callable[..., Any],
+    def build_reader_fn(self, fn: types.FunctionType,
                         sources: list[Source]) -> Callable[..., tuple]:
         """A function with `fn`'s signature returning the values of `sources` for a call
         (after its guard passed): how a symbolic entry reads its graph inputs' sizes."""
@@ -182,7 +182,7 @@ class FailedGuard:
         return self.message
 
 
-def explain_failure(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
+def explain_failure(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
                     kwargs: dict[str, Any]) -> FailedGuard | None:
     """The first guard that fails on a call `fn(*args, **kwargs)`, None when all hold.
 
@@ -207,7 +207,7 @@ def explain_failure(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
     return FailedGuard(guard, check.op.reason(check, subject, got))
 
 
-def changed_numbers(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
+def changed_numbers(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
                     kwargs: dict[str, Any]) -> list[Source]:
     """Sources of Python numbers (int, float) whose value differs from the traced one in
     this call (the same type, another value): every one, not only the first failing guard,
@@ -229,7 +229,7 @@ def changed_numbers(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
     return changed
 
 
-def changed_sizes(guard_set: GuardSet, fn: Callable[..., Any], args: tuple,
+def changed_sizes(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
                   kwargs: dict[str, Any]) -> list[SizeSource]:
     """The dims of guarded tensors whose size differs from the traced one in this call (a
     tensor of the same type, rank and dtype): every one, so one recompile makes them all

@@ -69,7 +69,7 @@ class TensorMatch(NamedTuple):
     strides are a `DenseOrder`, the order its dims are dense in for whatever sizes it has."""
 
     type: type
-    shape: tuple[int, ...]
+    shape: tuple[int | None, ...]
     dtype: dtypes.dtype
     requires_grad: bool
     strides: tuple[int, ...] | DenseOrder | None = None
@@ -83,7 +83,9 @@ class TensorMatch(NamedTuple):
         shape = tuple(None if d in dynamic else n for d, n in enumerate(tensor._data.shape))
         layout: tuple[int, ...] | DenseOrder | None = None
         if strides:
-            layout = tensor.stride() if not dynamic else DenseOrder(dense_order(tensor._data))
+            order = dense_order(tensor._data) if dynamic else None
+            assert not dynamic or order is not None, "dims are dynamic only in dense tensors"
+            layout = DenseOrder(order) if order is not None else tensor.stride()
         return cls(type(tensor), shape, tensor.dtype, bool(tensor._requires_grad), layout,
                    tensor.storage_offset() if storage_offset else None)
 
