@@ -117,10 +117,11 @@ class BackwardCFunction(Node, FunctionCtx):
         """The saved output that `SavedValues.check` reports: the first whose version changed."""
         saved = self._saved
         assert saved is not None, "only called while saved values exist"
-        modified = [i for i, nr in enumerate(self._saved_output_nrs)
+        modified = [(i, nr) for i, nr in enumerate(self._saved_output_nrs)
                     if nr is not None and saved.counters[i].changed_since(saved.versions[i])]
         assert modified, "check() reports a modified saved output, so one exists"
-        return self._saved_output(self._saved_output_nrs[modified[0]], modified[0])
+        index, output_nr = modified[0]
+        return self._saved_output(output_nr, index)
 
     def _saved_output(self, output_nr: int, index: int) -> Tensor:
         """Rebuild saved value `index` (output `output_nr`) as a Tensor with grad_fn = this node."""
@@ -139,7 +140,10 @@ class BackwardCFunction(Node, FunctionCtx):
         """
         if not self._to_save:
             return
-        values, counters, versions, output_nrs = [], [], [], []
+        values: list[Any] = []
+        counters: list[VersionCounter | None] = []
+        versions: list[int] = []
+        output_nrs: list[int | None] = []
         for t in self._to_save:
             if t is None:
                 values.append(None)
@@ -271,7 +275,7 @@ def _wrap_outputs(ctx: BackwardCFunction, args: tuple[Any, ...],
     if any(key not in returned for key in dirty):
         raise RuntimeError(ERR_DIRTY_NOT_RETURNED)
     ctx.num_outputs = len(raw_outputs)
-    metadata = []
+    metadata: list[tuple[tuple[int, ...], np.dtype] | None] = []
     differentiable_outputs = []
     outputs = []
     for nr, out in enumerate(raw_outputs):

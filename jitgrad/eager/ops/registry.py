@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -255,6 +255,8 @@ class OpNode(Node):
 
     __slots__ = ("params", "saved")
     op: OpDef
+    params: dict[str, Any]
+    saved: SavedValues | None  # None once released
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
@@ -265,7 +267,8 @@ class OpNode(Node):
         xp = xp_namespaces.TENSOR if create_graph else xp_namespaces.NUMPY
         saved = self.unpack_saved(create_graph) if op.saves else ()
         g = grad_outputs[0] if op.num_outputs == 1 else grad_outputs
-        grads = op.backward(xp, self, g, *saved)
+        # a node exists only for a differentiable op, whose backward is set
+        grads = cast("Callable[..., tuple[Any, ...]]", op.backward)(xp, self, g, *saved)
         if create_graph and op.name in SELECTING_BACKWARDS:
             grads = tuple(_linked(xp, grad, saved[0]) for grad in grads)
         return grads
@@ -284,9 +287,10 @@ class OpNode(Node):
 
     def _output_tensor(self, output_nr: int) -> Any:
         """The saved output as a Tensor whose grad_fn is this node (as PyTorch rebuilds it)."""
+        saved = cast(SavedValues, self.saved)  # only unpack_saved calls it, after its check
         index = self.op.save_index.index(-1)
-        out = Tensor._make(self.saved.values[index], True, self, output_nr)
-        out._vc = self.saved.counters[index]
+        out = Tensor._make(saved.values[index], True, self, output_nr)
+        out._vc = saved.counters[index]
         return out
 
     def release_variables(self) -> None:
@@ -334,7 +338,7 @@ def apply_op(op: OpDef, inputs: tuple, arrays: tuple, params: dict[str, Any] = _
         node.input_metadata = ((data.shape, data.dtype),)
     else:
         edges = []
-        metadata = []
+        metadata: list[tuple[tuple[int, ...], np.dtype] | None] = []
         for x in inputs:
             if isinstance(x, Tensor):
                 edges.append(gradient_edge(x))
@@ -431,7 +435,7 @@ def _save(op: OpDef, edges: tuple, inputs: tuple, out: Any, result: Tensor) -> S
     (their counter is read at unpack); the output array gets the output's counter, since
     the output Tensor itself is not held (it would make a reference cycle)."""
     values = []
-    counters = []
+    counters: list[VersionCounter | None] = []
     versions = []
     for i, condition in op.save_plan:
         if i == -1:
