@@ -79,8 +79,12 @@ def inplace_view(g) -> bool:
         return False
     t_op, n_op, exact = text
     exact = exact and g.exact.get(a, False)
+    # the clone in C order, as eager's: numpy ufuncs keep a non-contiguous input's layout,
+    # and np.reshape of another layout copies where `.view(-1)` aliases (campaign seed
+    # 1056573: layer_norm of a non-contiguous input, the write through the view missed the
+    # base)
     n_src = None if n_op is None else \
-        f"{c} = np.array({a}, copy=True)\n{w} = {n_view.format(c=c)}\n{n_op}"
+        f"{c} = np.array({a}, copy=True, order='C')\n{w} = {n_view.format(c=c)}\n{n_op}"
     return g.try_add(f"{c} = {a}.clone()\n{w} = {t_view.format(c=c)}\n{t_op}", n_src,
                      {c: exact, w: exact}, "inplace_view")
 
