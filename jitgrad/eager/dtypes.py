@@ -15,6 +15,8 @@ ints for int64.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 
@@ -129,6 +131,12 @@ def check_supported(d: dtype, what: str) -> None:
                         "compute with it; use jitgrad.float32 or jitgrad.float64")
 
 
+def numpy_dtype(d: dtype, what: str) -> np.dtype:
+    """The numpy dtype storing `d`. Raises TypeError as check_supported does."""
+    check_supported(d, what)
+    return cast(np.dtype, d.np)  # only bfloat16, which is unsupported, has none
+
+
 def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both `a` and `b` convert to safely (PyTorch's promote_types)."""
     if a is b:
@@ -139,7 +147,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return a
     if b.category == 2 and a.category < 2:
         return b
-    return from_numpy_dtype(np.promote_types(a.np, b.np))
+    # bool, integer or complex here; with bfloat16 (no numpy dtype) numpy raises TypeError
+    return from_numpy_dtype(np.promote_types(cast(np.dtype, a.np), cast(np.dtype, b.np)))
 
 
 def python_scalar_dtype(value: object) -> dtype:

@@ -68,10 +68,11 @@ def scalar_as(value: Any, np_dtype: np.dtype) -> Any:
     return np.asarray(value).astype(np_dtype)[()]
 
 
-def not_implemented_for(kernel: str, np_dtype: np.dtype) -> NotImplementedError:
-    """PyTorch's error for an op without a kernel for a dtype, plus a hint."""
+def not_implemented_for(kernel: str, dtype: np.dtype | dtypes.dtype) -> NotImplementedError:
+    """PyTorch's error for an op without a kernel for a dtype (numpy's or jitgrad's, named
+    alike), plus a hint."""
     return NotImplementedError(
-        f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[np_dtype.name]}'; "
+        f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAMES[dtype.name]}'; "
         "convert the input first, e.g. t.float()")
 
 
@@ -181,10 +182,10 @@ def binary_operands(op: OpDef, a: Any, b: Any, to_float: bool = False,
     rd = result_dtype(a, b) if numbers is None else numbers
     if to_float and not rd.is_floating_point:
         rd = dtypes.get_default_dtype() if numbers is None else dtypes.float64
-    dtypes.check_supported(rd, op.name)
+    np_dtype = dtypes.numpy_dtype(rd, op.name)
     if numbers is None:  # the wrapped number is the operand a graph records, too
-        a, b = wrapped_integers((a, b), np.dtype(compute_dtype or rd.np))
-    return (a, b), cast_operands((a, b), compute_dtype or rd.np)
+        a, b = wrapped_integers((a, b), np.dtype(compute_dtype or np_dtype))
+    return (a, b), cast_operands((a, b), compute_dtype or np_dtype)
 
 
 def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: Any = None,

@@ -148,7 +148,7 @@ def _bitwise(op: Any, input: Any, other: Any) -> Tensor:
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     rd = result_dtype(a, b)
     if rd.is_floating_point:
-        raise not_implemented_for(f"{op.name}_cpu", rd.np)
+        raise not_implemented_for(f"{op.name}_cpu", rd)
     return binary(op, a, b)
 
 
@@ -184,7 +184,7 @@ def _integer_op(op: Any, kernel: str, input: Any, other: Any) -> Tensor:
     a, b = as_tensor_operand(input), as_tensor_operand(other)
     rd = result_dtype(a, b)
     if rd.is_floating_point:
-        raise not_implemented_for(kernel, rd.np)
+        raise not_implemented_for(kernel, rd)
     return binary(op, a, b)
 
 
@@ -381,17 +381,16 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     if isinstance(input, Tensor) and isinstance(other, Tensor) \
             and input._data.dtype == other._data.dtype \
             and not (input._weak_scalar or other._weak_scalar):  # Python numbers promote
-        arrays = (mask, input._data, other._data)
-        return apply_broadcasting(WHERE, (condition, input, other), arrays, {})
+        return apply_broadcasting(WHERE, (condition, input, other),
+                                  (mask, input._data, other._data), {})
     branches = (as_tensor_operand(input), as_tensor_operand(other))
-    rd = result_dtype(*branches)
-    dtypes.check_supported(rd, "where")
+    np_dtype = dtypes.numpy_dtype(result_dtype(*branches), "where")
     arrays = [mask]
     for x in branches:
         if isinstance(x, Tensor):
-            arrays.append(x._data if x._data.dtype == rd.np else x._data.astype(rd.np))
+            arrays.append(x._data if x._data.dtype == np_dtype else x._data.astype(np_dtype))
         else:
-            arrays.append(rd.np.type(x))  # a numpy scalar: np.where keeps rd
+            arrays.append(np_dtype.type(x))  # a numpy scalar: np.where keeps np_dtype
     return apply_broadcasting(WHERE, (condition, *branches), tuple(arrays), {})
 
 

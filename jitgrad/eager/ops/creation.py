@@ -269,8 +269,7 @@ def is_floating_point(input: Tensor) -> bool:
 
 def _factory_dtype(dtype: Any, default: dtypes.dtype | None = None) -> np.dtype:
     d = dtypes.to_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
-    dtypes.check_supported(d, "factory")
-    return d.np
+    return dtypes.numpy_dtype(d, "factory")
 
 
 # Creation from sizes the compiler traces as symbols (jitgrad/eager/symbolic_int.py): an
@@ -480,12 +479,11 @@ TO_DTYPE = register("to_dtype", lambda x, np_dtype: x.astype(np_dtype), _to_dtyp
 
 def to_dtype(input: Tensor, dtype: Any, copy: bool = False) -> Tensor:
     """Cast to `dtype`; returns `input` itself when nothing changes (unless copy)."""
-    d = dtypes.to_dtype(dtype)
-    dtypes.check_supported(d, "to")
-    if d.np == input._data.dtype and not copy:
+    np_dtype = dtypes.numpy_dtype(dtypes.to_dtype(dtype), "to")
+    if np_dtype == input._data.dtype and not copy:
         return input
-    out = apply_op(TO_DTYPE, (input,), (input._data,), {"np_dtype": d.np})
-    if d.np.kind != "f" and out._grad_fn is not None:
+    out = apply_op(TO_DTYPE, (input,), (input._data,), {"np_dtype": np_dtype})
+    if np_dtype.kind != "f" and out._grad_fn is not None:
         out._grad_fn, out._requires_grad = None, False
     return out
 

@@ -200,7 +200,7 @@ def _binary_validation(name: str, operands: tuple[str, str], numbers: str,
         if require_float is not None:
             rd = result_dtype(as_tensor_operand(input), as_tensor_operand(other))
             if not rd.is_floating_point:
-                raise not_implemented_for(require_float, rd.np)
+                raise not_implemented_for(require_float, rd)
         if check is not None:
             check(input, other)
     return validate

@@ -152,7 +152,7 @@ def refuse_bool(kernel: str, *operands: Any) -> None:
 
     `True // 2` promotes to int64 and is fine; `b // b`, `floor(b)`, `b ** b` are not.
     """
-    if result_dtype(*operands).np.kind == "b":
+    if result_dtype(*operands) is dtypes.bool_:
         raise not_implemented_for(kernel, np.dtype(np.bool_))
 
 
@@ -624,9 +624,8 @@ def apply_promoted(op: Any, operands: tuple, params: dict[str, Any]) -> Tensor:
     Raises RuntimeError when the shapes do not broadcast.
     """
     operands = tuple(x if x is None else as_tensor_operand(x) for x in operands)
-    rd = result_dtype(*operands)
-    dtypes.check_supported(rd, op.name)
-    return apply_broadcasting(op, operands, cast_operands(operands, rd.np), params)
+    np_dtype = dtypes.numpy_dtype(result_dtype(*operands), op.name)
+    return apply_broadcasting(op, operands, cast_operands(operands, np_dtype), params)
 
 
 def apply_broadcasting(op: Any, inputs: tuple, arrays: tuple, params: dict[str, Any]) -> Tensor:

@@ -416,7 +416,7 @@ IGAMMAC = register("igammac", lambda a, x, sign: special.gammaincc(a, x), _igamm
 def _refuse_integers(kernel: str, *operands: Any) -> None:
     rd = result_dtype(*[as_tensor_operand(x) for x in operands])
     if not rd.is_floating_point:
-        raise not_implemented_for(kernel, rd.np)
+        raise not_implemented_for(kernel, rd)
 
 
 def igamma(input: Tensor, other: Tensor) -> Tensor:

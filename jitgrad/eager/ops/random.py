@@ -284,9 +284,9 @@ def _draw_like(sampler: str, like: Tensor, np_dtype: np.dtype, generator: Genera
 
 def _float_factory_dtype(dtype: Any, what: str) -> np.dtype:
     d = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    dtypes.check_supported(d, what)
-    _require_float(d.np, what)
-    return d.np
+    np_dtype = dtypes.numpy_dtype(d, what)
+    _require_float(np_dtype, what)
+    return np_dtype
 
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
