@@ -125,8 +125,8 @@ class _BackwardContext:
         self.params = params
         self.needs_input_grad = tuple(isinstance(x, Tensor) and x._requires_grad
                                       for x in inputs)
-        self.input_metadata = tuple((x._data.shape, x._data.dtype) if isinstance(x, Tensor)
-                                    else None for x in inputs)
+        self.input_metadata: tuple[tuple[tuple[int, ...], np.dtype] | None, ...] = tuple(
+            (x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None for x in inputs)
         self.next_edges = self.needs_input_grad
 
     def name(self) -> str:
@@ -162,8 +162,8 @@ def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
             _run_forward(graph, example_inputs, joint, recorder, env)
         finally:
             set_grad_mode(entry_mode)
-        outputs = map_arg(graph.output_node.args, env.__getitem__)
-        aliases = tuple(_input_alias(graph, node) for node in graph.output_node.args)
+        outputs = map_arg(graph.outputs, env.__getitem__)
+        aliases = tuple(_input_alias(graph, node) for node in graph.outputs)
         inputs = [env[p] for p in graph.placeholders]
         grad_inputs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
         with no_grad():
@@ -171,8 +171,8 @@ def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
             grads = _run_backward(recorder.calls, recorder, tangents)
     input_grads = [grads.get(x.node) if wanted else None
                    for x, wanted in zip(inputs, grad_inputs, strict=True)]
-    reach = tuple(grads.reach.get(x.node, frozenset()) if isinstance(x, Tensor) else frozenset()
-                  for x in inputs)
+    reach = tuple(grads.reach.get(x.node, frozenset()) if isinstance(x, FakeTensor)
+                  else frozenset() for x in inputs)
     user_outputs = [v.node if isinstance(v, FakeTensor) else v for v in outputs]
     joint.output((*user_outputs, *(g.node if g is not None else None for g in input_grads)))
     joint.eliminate_dead_code()
@@ -189,7 +189,9 @@ def _input_alias(graph: Graph, output: Any) -> tuple[int, tuple] | None:
         return graph.placeholders.index(output), ()
     val = output.meta.get("val")
     view = getattr(val, "_view", None)
-    base = getattr(view, "base", None)
+    if view is None:
+        return None
+    base = view.base
     if isinstance(base, FakeTensor) and base.node.op == "placeholder" and \
             base.node.graph is graph:
         return graph.placeholders.index(base.node), view.replay
@@ -311,7 +313,9 @@ def _run_backward(calls: list, recorder: OpRecorder, grads: _Gradients) -> _Grad
         for index, (x, grad) in enumerate(zip(inputs, input_grads, strict=True)):
             if grad is None or not ctx.needs_input_grad[index]:
                 continue
-            shape, dtype = ctx.input_metadata[index]
+            metadata = ctx.input_metadata[index]
+            assert metadata is not None, "an input needing a gradient is a tensor"
+            shape, dtype = metadata
             grad = validate_tensor_grad(ctx, index, grad, shape, dtype)
             if not isinstance(grad, FakeTensor):
                 grad = _as_graph_value(grad, recorder)
@@ -363,8 +367,8 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
                reach: tuple[frozenset[int], ...]) -> JointGraphs:
     """Split the joint graph (Note [Joint graphs]): forward = what the user's outputs and
     grad-mode switches need; backward = the rest; saved = forward values it reads."""
-    user_outputs = joint.output_node.args[:num_user]
-    input_grads = joint.output_node.args[num_user:]
+    user_outputs = joint.outputs[:num_user]
+    input_grads = joint.outputs[num_user:]
     primals = [n for n in joint.placeholders if not n.target.startswith("tangent_")]
     tangents = [n for n in joint.placeholders if n.target.startswith("tangent_")]
     roots = [n for n in user_outputs if isinstance(n, GraphNode)]
@@ -494,7 +498,7 @@ def without_tangents(backward: Graph, absent: frozenset[int],
         if node not in missing or node.op == "placeholder":
             copies[node] = _copy_node(pruned, backward, node, copies)
     outputs = []
-    for g, sources in zip(backward.output_node.args, reach, strict=True):
+    for g, sources in zip(backward.outputs, reach, strict=True):
         if isinstance(g, GraphNode) and g in missing:
             val = g.meta["val"]
             g = pruned.get_attr("zeros", Tensor._make(np.zeros(val.shape, val._data.dtype))) \
@@ -599,7 +603,7 @@ class CompiledFunctionBackward(Node):
         return tuple(None if g is None or all(grad_outputs[j] is None for j in reach) else
                      g._data for g, reach in zip(grads, self.region.joint.reach, strict=True))
 
-    def _modified_output(self, _: int) -> Tensor:
+    def _modified_output(self, _index: int) -> Tensor:
         """The saved output `SavedValues.check` reports: the first whose version changed."""
         saved = self.saved
         assert saved is not None, "only called while saved values exist"

@@ -62,7 +62,7 @@ class CompiledGraph:
     def show(self) -> str:
         """Its fusion groups, each kernel's source (once per kernel file) and the wrapper's
         code: what `jitgrad.show` prints after an entry's runner."""
-        parts = ["# fusion groups:", *(str(g) for g in self.fusion_groups or ["(none)"])]
+        parts = ["# fusion groups:", *([str(g) for g in self.fusion_groups] or ["(none)"])]
         shown = set()
         for kernel in self.kernels:
             if kernel.path in shown:

@@ -184,8 +184,9 @@ def load_kernel_module(path: Path) -> ModuleType:
         del sys.modules[name]
         raise
     for value in vars(module).values():
-        if isinstance(value, Dispatcher) and isinstance(value._cache, NumbaCache):
-            _repair_on_failure(value._cache)
+        cache = getattr(value, "_cache", None) if isinstance(value, Dispatcher) else None
+        if isinstance(cache, NumbaCache):  # numba's private slot for a dispatcher's cache
+            _repair_on_failure(cache)
     return module
 
 

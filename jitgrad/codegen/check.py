@@ -43,7 +43,7 @@ import operator
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from numba.core.errors import NumbaError
 
@@ -79,8 +79,8 @@ def check_backend(gm: GraphModule, example_inputs: list[Any]) -> Any:
     program = build_program(gm, example_inputs, lambda graph, attrs: CheckedGraph(
         graph, attrs, compile_graph(graph, attrs)))
     if isinstance(program, CompiledRegion):
-        program.forward.label = "forward graph"
-        program.backward.label = "backward graph"
+        cast(CheckedGraph, program.forward).label = "forward graph"
+        cast(CheckedGraph, program.backward).label = "backward graph"
         return CheckedRegion(program, gm)
     return program
 
@@ -133,6 +133,7 @@ class Mismatch:
             return "see the backward graph's kernels"
         if self.kernel is None:
             return "none found (no kernel of this graph differs on eager's inputs)"
+        assert self.group is not None, "a kernel is found with its fusion group"
         members = ", ".join(target_name(n.target) for n in self.group.nodes)
         return f"{self.kernel.name} of the {self.label} ({members}), source {self.kernel.path}"
 
@@ -191,7 +192,7 @@ class CheckedGraph:
         default_generator.set_state(before)
         expected = self.oracle(*inputs)
         default_generator.set_state(after)
-        nodes = self.graph.output_node.args
+        nodes = self.graph.outputs
         if all(compare(c, o) is None for c, o in zip(outputs, expected, strict=True)):
             return outputs
         mismatch = self._search(inputs, outputs, nodes, before)
@@ -214,7 +215,9 @@ class CheckedGraph:
         if found is None:
             node = differing[0]
             value = outputs[nodes.index(node)]
-            found = Mismatch(node, run.difference(node, value), self.label)
+            difference = run.difference(node, value)
+            assert difference is not None, "it is among the differing outputs"
+            found = Mismatch(node, difference, self.label)
             found.group, found.kernel = self._producer(node)
         found.outputs = differing
         return found
@@ -334,7 +337,7 @@ def _debug_units(group: FusionGroup) -> list[FusionGroup]:
         if node not in core:
             by_shape.setdefault(tuple(node.meta["val"].shape), []).append(node)
     units = [_unit(group.index, shape, nodes, nodes) for shape, nodes in by_shape.items()]
-    if core:
+    if core and spec is not None:  # (core is empty without a spec)
         written = [n for n in core if not (spec.kind == "cross_entropy" and n is spec.companion)]
         units.append(_unit(group.index, group.shape, core, written, group.reduction, spec))
     return units
@@ -396,7 +399,7 @@ class CheckedRegion:
                           rng_state: Tensor) -> tuple[Node, Difference] | None:
         """The first user output that differs from eager's (float64 decides, as in
         CheckedGraph), with how; None when all match."""
-        nodes = self.graph.output_node.args
+        nodes = self.graph.outputs
         if all(compare(c, o) is None for c, o in zip(outputs, expected, strict=True)):
             return None
         run = NodeValues(self.graph, self.region_attrs, inputs, rng_state)

@@ -91,10 +91,10 @@ def reduction_spec(node: Node) -> ReductionSpec | None:
     layer_norm with absent or same-dtype weight/bias, and nll_loss (any reduction, optional
     class weights) of a log_softmax over dim 1 of an (N, C) X read by nothing else.
     """
-    if node.op != "call_function" or getattr(node.target, "name", None) not in _REDUCTIONS \
-            or OPS.get(node.target.name) is not node.target:
+    name = getattr(node.target, "name", None)
+    if node.op != "call_function" or name not in _REDUCTIONS or OPS.get(name) is not node.target:
         return None
-    kind = _KIND_OF.get(node.target.name, node.target.name)
+    kind = _KIND_OF.get(name, name)
     source = node.args[0]
     if kind == "nll_loss":
         return _cross_entropy_spec(node)

@@ -180,7 +180,7 @@ def node_statements(nodes: list[Node], names: dict[Node, str], prefix: str) -> l
 
 def _broadcasts_last_dim(node: Node, shape: tuple[int, ...]) -> bool:
     """Whether the value of `node` is broadcast along the last dim of a group of `shape`."""
-    val_shape = getattr(node.meta.get("val"), "shape", None)
+    val_shape: tuple[int, ...] = getattr(node.meta.get("val"), "shape", ())
     return bool(val_shape) and bool(shape) and shape[-1] != 1 and val_shape[-1] == 1
 
 

@@ -115,7 +115,7 @@ class Scalar:
     """
 
     __slots__ = ("text", "emitter", "literal")
-    __hash__ = None  # type: ignore[assignment]  (== builds an expression)
+    __hash__ = None  # type: ignore[assignment]  # == builds an expression, so no hash
 
     def __init__(self, text: str, emitter: Emitter, literal: bool = False) -> None:
         self.text = text

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,7 +42,9 @@ def tensor_data(value: Any) -> Any:
 
 def tensor_of(value: Any) -> Any:
     """A program result as the caller gets it: an array (or numpy scalar) as a Tensor."""
-    return Tensor._make(value) if isinstance(value, (np.ndarray, np.generic)) else value
+    if isinstance(value, (np.ndarray, np.generic)):  # a numpy scalar is held as is, as eager
+        return Tensor._make(cast(np.ndarray, value))  # holds some 0-d results
+    return value
 
 
 class _OnTensors:

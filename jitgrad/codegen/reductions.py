@@ -823,7 +823,7 @@ class ReductionKernel:
         self._count = math.prod(self.shape[d] for d in self.spec.dims)
         self._kept = [d for d in range(len(self.shape)) if d not in self.spec.dims]
         self._n_output = math.prod(self.shape[d] for d in self._kept)
-        self._scalars = self._scalar_params(group.reduction)
+        self._scalars = self._scalar_params(self._source.reduction)
         # where each kernel argument comes from: (is an output, index among outputs/inputs)
         position = {node: i for i, node in enumerate(group.inputs)}
         outputs = [op for op in self._source.strided if op.name.startswith("out")]

@@ -70,7 +70,7 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
 
     The message of a refusal says why (every reason that applies), for the frame outcome.
     """
-    instruction = getattr(err, "root_instruction", None)
+    instruction = err.root_instruction
     if instruction is None or err.kind == BreakKind.USER_ERROR:  # the eager run shows user errors
         raise err
     code = fn.__code__
@@ -94,13 +94,13 @@ def plan_break(fn: types.FunctionType, err: Unsupported) -> BreakPlan:
         return _checkpoint_before(instrs, at, err)
     following = instrs[instrs.index(at) + 1].decoded_offset
     if instruction.opname == "CALL":
-        return BreakPlan(instruction.decoded_offset, "CALL", (following,))
+        return BreakPlan(instruction.offset, "CALL", (following,))
     if instruction.opname in _BRANCHES:
-        return BreakPlan(instruction.decoded_offset, instruction.opname,
+        return BreakPlan(instruction.offset, instruction.opname,
                          (following, instruction.argval))
     if instruction.opname in _STATEMENTS and (
             instruction.opname not in ("BINARY_OP", "COMPARE_OP") or err.kind in _OPERATOR_BREAKS):
-        return BreakPlan(instruction.decoded_offset, instruction.opname, (following,))
+        return BreakPlan(instruction.offset, instruction.opname, (following,))
     raise _frame_only(err, f"{instruction.opname} cannot be resumed after")
 
 

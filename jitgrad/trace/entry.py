@@ -481,7 +481,7 @@ class CompiledFunction:
                       compiled: Callable[..., Any]) -> Runner:
         fn = self._function
         env = _RunnerEnv(fn, result.shape_env)
-        outputs = list(graph.output_node.args)
+        outputs = list(graph.outputs)
         number = env.const(number_tensor, "number_tensor")
         inputs = [f"{number}({source.reconstruct(env)})" if source in result.number_sources
                   else source.reconstruct(env) for source in result.input_sources]

@@ -221,6 +221,13 @@ class Graph:
         last = self._nodes[-1] if self._nodes else None
         return last if last is not None and last.op == "output" else None
 
+    @property
+    def outputs(self) -> tuple:
+        """What a finished graph returns: its output node's args."""
+        node = self.output_node
+        assert node is not None, "a finished graph ends in its output node"
+        return node.args
+
     def placeholder(self, name: str, val: Any = None) -> Node:
         """A graph input named after `name` (node.target keeps `name` exactly).
 

@@ -10,6 +10,7 @@ Kinds are a `StrEnum`, so reports and `explain()` read them as the words they ar
 
 from __future__ import annotations
 
+import dis
 import enum
 from typing import Any
 
@@ -80,7 +81,7 @@ class Unsupported(Exception):  # noqa: N818 - Dynamo's name for "cannot trace th
         self.message = message
         self.hint = hint
         self.location: Any = None
-        self.root_instruction: Any = None
+        self.root_instruction: dis.Instruction | None = None
 
 
 class DataDependentError(Unsupported):
