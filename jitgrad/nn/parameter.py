@@ -73,7 +73,8 @@ class UninitializedParameter(Parameter):
 
     def materialize(self, shape: tuple[int, ...], device: Any = None, dtype: Any = None) -> None:
         """Become a Parameter of `shape` (and `dtype`, default: the placeholder's)."""
-        np_dtype = self._data.dtype if dtype is None else dtypes.to_dtype(dtype).np
+        np_dtype = self._data.dtype if dtype is None \
+            else dtypes.numpy_dtype(dtypes.to_dtype(dtype), "materialize")
         self._data = np.empty(tuple(shape), np_dtype)
         self._bump_version()
         self.__class__ = self.cls_to_become

@@ -72,6 +72,39 @@ def test_unsupported_dtype_is_named():
         jg.zeros(2, dtype=jg.bfloat16)
 
 
+_HALF = jg.ones(2, dtype=jg.float16)
+# name: call taking a dtype argument; before, the missing numpy dtype of bfloat16 silently
+# meant float64 (zeros_like, randint, mean, softmax) or no cast at all (sum, cumsum)
+UNSUPPORTED_DTYPE_ARGUMENTS = {
+    "zeros_like": lambda d: jg.zeros_like(_HALF, dtype=d),
+    "ones_like": lambda d: jg.ones_like(_HALF, dtype=d),
+    "empty_like": lambda d: jg.empty_like(_HALF, dtype=d),
+    "full_like": lambda d: jg.full_like(_HALF, 2.0, dtype=d),
+    "rand_like": lambda d: jg.rand_like(_HALF, dtype=d),
+    "randn_like": lambda d: jg.randn_like(_HALF, dtype=d),
+    "randint_like": lambda d: jg.randint_like(_HALF, 5, dtype=d),
+    "randint": lambda d: jg.randint(0, 5, (2,), dtype=d),
+    "randperm": lambda d: jg.randperm(3, dtype=d),
+    "view": lambda d: jg.ones(2, dtype={2: jg.float16, 8: jg.float64}[d.itemsize]).view(d),
+    "sum": lambda d: _HALF.sum(dtype=d),
+    "prod": lambda d: _HALF.prod(dtype=d),
+    "mean": lambda d: _HALF.mean(dtype=d),
+    "cumsum": lambda d: _HALF.cumsum(0, dtype=d),
+    "cumprod": lambda d: _HALF.cumprod(0, dtype=d),
+    "softmax": lambda d: jg.softmax(_HALF, 0, dtype=d),
+    "log_softmax": lambda d: jg.log_softmax(_HALF, 0, dtype=d),
+    "vector_norm": lambda d: jg.linalg.vector_norm(_HALF, dtype=d),
+}
+
+
+@pytest.mark.parametrize("name", UNSUPPORTED_DTYPE_ARGUMENTS)
+@pytest.mark.parametrize("dtype", [jg.bfloat16, jg.complex64], ids=str)
+def test_unsupported_dtype_argument_is_named(name, dtype):
+    with pytest.raises(TypeError, match=f"dtype {dtype} exists for compatibility but jitgrad "
+                                        "cannot compute with it"):
+        UNSUPPORTED_DTYPE_ARGUMENTS[name](dtype)
+
+
 def test_mean_of_int_tensor():
     with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
         jg.arange(4).mean()

@@ -16,6 +16,7 @@ import jitgrad as jg
 from jitgrad import nn
 from jitgrad.autograd import gradcheck
 from jitgrad.nn import functional as F  # noqa: N812
+from jitgrad.nn.parameter import UninitializedParameter
 from jitgrad.nn.utils import (
     clip_grad_norm_,
     clip_grad_value_,
@@ -316,6 +317,20 @@ def test_to_double_keeps_parameter_identity_and_converts_grads_and_float_buffers
     with pytest.raises(TypeError, match="nn.Module.to only accepts floating point or complex "
                                         "dtypes, but got desired dtype=jitgrad.int64"):
         net.to(jg.int64)
+
+
+def test_to_bfloat16_is_refused_and_leaves_the_parameters():
+    net = Net()
+    # before, bfloat16's missing numpy dtype cast every parameter to float64
+    with pytest.raises(TypeError, match="to: dtype jitgrad.bfloat16 exists for compatibility"):
+        net.to(jg.bfloat16)
+    assert net.l1.weight.dtype == jg.float32
+
+
+def test_materialize_with_bfloat16_is_refused():
+    weight = UninitializedParameter()
+    with pytest.raises(TypeError, match="materialize: dtype jitgrad.bfloat16 exists"):
+        weight.materialize((2, 3), dtype=jg.bfloat16)
 
 
 # ----- hooks -------------------------------------------------------------------------------------

@@ -323,7 +323,9 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
 
 def _like(input: Tensor, dtype: Any, device: Any) -> np.dtype:
     check_device(device)
-    return dtypes.to_dtype(dtype).np if dtype is not None else input._data.dtype
+    if dtype is None:
+        return input._data.dtype
+    return dtypes.numpy_dtype(dtypes.to_dtype(dtype), "factory")
 
 
 def like_layout(array: np.ndarray, input: Tensor) -> np.ndarray:
@@ -493,7 +495,7 @@ def view_as_dtype(input: Tensor, dtype: Any) -> Tensor:
     d = dtypes.to_dtype(dtype)
     if d.itemsize != input._data.itemsize:
         raise RuntimeError(f"view(dtype): {input.dtype} and {d} differ in element size")
-    return Tensor._make(input._data.view(d.np))
+    return Tensor._make(input._data.view(dtypes.numpy_dtype(d, "view")))
 
 
 def _is_dtype_like(a: Any) -> bool:

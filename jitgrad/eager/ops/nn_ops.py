@@ -65,7 +65,7 @@ LOG_SOFTMAX = register("log_softmax", _log_softmax_forward, _log_softmax_backwar
 def _softmax_input(input: Tensor, dim: Any, dtype: Any, name: str) -> tuple[np.ndarray, Any]:
     data = input._data
     if dtype is not None:
-        data = data.astype(dtypes.to_dtype(dtype).np)
+        data = data.astype(dtypes.numpy_dtype(dtypes.to_dtype(dtype), name))
     if data.dtype.kind != "f" and data.size:  # the kernel runs only on elements
         raise NotImplementedError(f'"{name}_lastdim_kernel_impl" not implemented for '
                                   f"'{TORCH_TYPE_NAMES.get(data.dtype.name, data.dtype.name)}'; "

@@ -327,7 +327,8 @@ def randint(*args: Any, size: Sequence[int] | None = None, generator: Generator 
                             "randint(low, high, size), e.g. randint(0, 10, (3,))")
         size = args_list.pop()
     low, high = _bounds(args_list, bounds, "randint")
-    np_dtype = dtypes.to_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
+    np_dtype = dtypes.numpy_dtype(dtypes.to_dtype(dtype), "randint") if dtype is not None \
+        else np.dtype(np.int64)
     _check_bounds(low, high)
     return _draw("integers", size_of((size,)), np_dtype, generator, requires_grad, low=low,
                  high=high)
@@ -352,12 +353,15 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     check_device(device)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
-    np_dtype = dtypes.to_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
+    np_dtype = dtypes.numpy_dtype(dtypes.to_dtype(dtype), "randperm") if dtype is not None \
+        else np.dtype(np.int64)
     return _draw("permutation", (int(n),), np_dtype, generator, requires_grad)
 
 
 def _like_dtype(input: Tensor, dtype: Any) -> np.dtype:
-    return dtypes.to_dtype(dtype).np if dtype is not None else input._data.dtype
+    if dtype is None:
+        return input._data.dtype
+    return dtypes.numpy_dtype(dtypes.to_dtype(dtype), "factory")
 
 
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,

@@ -213,9 +213,9 @@ PROD = register("prod", _prod_forward, _prod_backward, saves=("x", "out"),
                 source="product rule, zero-aware (PyTorch prod_backward)")
 
 
-def _integer_accumulator(data: np.ndarray, dtype: Any) -> Any:
+def _integer_accumulator(data: np.ndarray, dtype: Any, what: str) -> np.dtype | None:
     if dtype is not None:
-        return dtypes.to_dtype(dtype).np
+        return dtypes.numpy_dtype(dtypes.to_dtype(dtype), what)
     return np.dtype(np.int64) if data.dtype.kind in "biu" else None
 
 
@@ -227,7 +227,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
     dims = normalize_dims(dim, data.ndim)
     return apply_op(SUM, (input,), (data,),
                     {"dims": dims, "keepdim": keepdim,
-                     "out_dtype": _integer_accumulator(data, dtype)})
+                     "out_dtype": _integer_accumulator(data, dtype, "sum")})
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
@@ -236,7 +236,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     data = input._data
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     if dtype is not None:
-        data = data.astype(dtypes.to_dtype(dtype).np)
+        data = data.astype(dtypes.numpy_dtype(dtypes.to_dtype(dtype), "mean"))
     if data.dtype.kind != "f":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -255,7 +255,7 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     dim, keepdim = _alias(dim, keepdim, axis, keepdims)
     return apply_op(PROD, (input,), (data,),
                     {"dims": normalize_dims(dim, data.ndim), "keepdim": keepdim,
-                     "out_dtype": _integer_accumulator(data, dtype)})
+                     "out_dtype": _integer_accumulator(data, dtype, "prod")})
 
 
 # ----- extrema ------------------------------------------------------------------------
@@ -675,7 +675,7 @@ def vector_norm(input: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = 
     """
     data = input._data
     if dtype is not None:
-        data = data.astype(dtypes.to_dtype(dtype).np)
+        data = data.astype(dtypes.numpy_dtype(dtypes.to_dtype(dtype), "linalg.vector_norm"))
     if data.dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {input.dtype.name}; convert first, e.g. t.float()")

@@ -252,8 +252,9 @@ CUMPROD = register("cumprod", _cumprod_forward, _cumprod_backward, saves=("x", "
 
 def _scan(op: Any, input: Tensor, dim: int, dtype: Any) -> Tensor:
     data = input._data
+    out_dtype: np.dtype | None
     if dtype is not None:
-        out_dtype = dtypes.to_dtype(dtype).np
+        out_dtype = dtypes.numpy_dtype(dtypes.to_dtype(dtype), op.name)
     elif data.dtype.kind in "biu":
         out_dtype = np.dtype(np.int64)  # PyTorch accumulates integers in int64
     else:

@@ -421,7 +421,8 @@ class Module:
         if not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
-        return self._apply_to_tensors(lambda a: a.astype(dtype.np, copy=False))
+        np_dtype = dtypes.numpy_dtype(dtype, "to")
+        return self._apply_to_tensors(lambda a: a.astype(np_dtype, copy=False))
 
     def float(self) -> Module:
         """Cast float parameters and buffers to float32; returns self."""
