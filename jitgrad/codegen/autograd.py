@@ -386,7 +386,7 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
     copies: dict[GraphNode, Any] = {}
     for node in joint.nodes:
         if node in in_forward:
-            copies[node] = _copy_node(forward, joint, node, copies)
+            copies[node] = forward.node_copy(node, copies.__getitem__)
     # a saved user output is saved as the tensor the caller gets: its writes are checked
     intermediates = [n for n in saved if n.op != "placeholder" and n not in user_outputs]
     forward.output((*map_arg(tuple(user_outputs), copies.__getitem__),
@@ -408,11 +408,11 @@ def _partition(joint: Graph, num_user: int, differentiable: tuple[bool, ...],
     for node in joint.nodes:
         if node.op == "get_attr" and node in in_forward and any(
                 user not in in_forward for user in node.users):
-            bcopies[node] = _copy_node(backward, joint, node, bcopies)
+            bcopies[node] = backward.node_copy(node, bcopies.__getitem__)
     for node in backward_nodes:
         if node.op == "placeholder":
             continue
-        bcopies[node] = _copy_node(backward, joint, node, bcopies)
+        bcopies[node] = backward.node_copy(node, bcopies.__getitem__)
     backward.output(tuple(bcopies.get(g) if isinstance(g, GraphNode) else None
                           for g in input_grads))
     return JointGraphs(forward, backward, num_user, saved_spec, differentiable, grad_inputs,
@@ -442,21 +442,6 @@ def _ancestors(roots: list[GraphNode]) -> set[GraphNode]:
             seen.add(node)
             stack.extend(node.all_input_nodes)
     return seen
-
-
-def _copy_node(target: Graph, joint: Graph, node: GraphNode,
-               copies: dict[GraphNode, Any]) -> GraphNode:
-    if node.op == "placeholder":
-        copy = target.placeholder(node.target, node.meta.get("val"))
-    elif node.op == "get_attr":
-        copy = target.get_attr(node.target, joint.attrs[node.target])
-    else:
-        copy = target.call_function(node.target, map_arg(node.args, copies.__getitem__),
-                                    map_arg(node.kwargs, copies.__getitem__), name=node.name)
-    for key in ("val", "source"):
-        if key in node.meta:
-            copy.meta[key] = node.meta[key]
-    return copy
 
 
 def without_tangents(backward: Graph, absent: frozenset[int],
@@ -496,7 +481,7 @@ def without_tangents(backward: Graph, absent: frozenset[int],
                 copies[n] = pruned.get_attr("zeros", Tensor._make(np.zeros(
                     n.meta["val"].shape, n.meta["val"]._data.dtype)))
         if node not in missing or node.op == "placeholder":
-            copies[node] = _copy_node(pruned, backward, node, copies)
+            copies[node] = pruned.node_copy(node, copies.__getitem__)
     outputs = []
     for g, sources in zip(backward.outputs, reach, strict=True):
         if isinstance(g, GraphNode) and g in missing:

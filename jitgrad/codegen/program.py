@@ -93,12 +93,8 @@ def build_program_graph(graph: Graph, groups: list[FusionGroup],
                               arrays)
         elif node in members:
             continue
-        elif node.op == "placeholder":
-            tensors[node] = _copy_meta(node, program.placeholder(node.target,
-                                                                 node.meta.get("val")))
-        elif node.op == "get_attr":
-            tensors[node] = _copy_meta(node, program.get_attr(node.target,
-                                                              graph.attrs[node.target]))
+        elif node.op in ("placeholder", "get_attr"):  # the caller's Tensor, or a constant
+            tensors[node] = program.node_copy(node, arrays.__getitem__)
         elif node.op == "output":
             program.output(map_arg(node.args, result))
         else:

@@ -327,14 +327,44 @@ class Graph:
     def eliminate_dead_code(self) -> bool:
         """Erase unused pure nodes (see `Node.is_impure`); True if anything was erased.
 
-        Walks backwards, so a chain of dead nodes goes in one call.
+        One backward walk finds them (a node is dead when it is pure and only dead nodes
+        read it, so a chain of dead nodes goes at once), then one pass drops them: O(n).
         """
-        changed = False
-        for node in reversed(self._nodes[:]):
-            if not node.users and not node.is_impure():
-                self.erase_node(node)
-                changed = True
-        return changed
+        dead: set[Node] = set()
+        for node in reversed(self._nodes):
+            if not node.is_impure() and all(user in dead for user in node.users):
+                dead.add(node)
+        if not dead:
+            return False
+        for node in dead:
+            node._set_inputs((), {})
+        self._nodes = [node for node in self._nodes if node not in dead]
+        read = {node.target for node in self._nodes if node.op == "get_attr"}
+        for node in dead:
+            if node.op == "get_attr" and node.target not in read:
+                self.attrs.pop(node.target, None)
+        return True
+
+    def node_copy(self, node: Node, arg_transform: Callable[[Node], Any]) -> Node:
+        """A copy of `node` (of another graph) in this one, its Node args mapped through
+        `arg_transform` (torch.fx's Graph.node_copy). The copy keeps the name where it is
+        free, the constant of a get_attr, and the meta that describes the value ("val")
+        and its user line ("source"); facts about the source graph's eager versions
+        (Note [Eager versions of a functional graph]) stay with that graph."""
+        args = map_arg(node.args, arg_transform)
+        if node.op == "placeholder":
+            copy = self.placeholder(node.target)
+        elif node.op == "get_attr":
+            copy = self.get_attr(node.target, node.graph.attrs[node.target])
+        elif node.op == "output":
+            copy = self.output(args)
+        else:
+            copy = self.call_function(node.target, args, map_arg(node.kwargs, arg_transform),
+                                      name=node.name)
+        for key in ("val", "source"):
+            if key in node.meta:
+                copy.meta[key] = node.meta[key]
+        return copy
 
     # ----- checking -------------------------------------------------------------------
     def lint(self) -> None:

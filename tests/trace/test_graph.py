@@ -256,6 +256,41 @@ def test_dead_code_elimination_keeps_impure_nodes_and_placeholders():
     g.lint()
 
 
+def test_dead_code_elimination_unlinks_users_and_keeps_a_constant_another_node_reads():
+    g = Graph()
+    a = g.placeholder("a")
+    w = jg.ones(3)
+    dead_read = g.get_attr("w", w)
+    live_read = g.get_attr("w", w)  # the same constant under the same key
+    chain = a
+    for i in range(200):  # a long dead chain goes in one call
+        chain = g.call_function(MUL, (chain, dead_read), name=f"dead{i}")
+    live = g.call_function(ADD, (a, live_read), name="live")
+    g.output((live,))
+    assert g.eliminate_dead_code() is True
+    assert [n.name for n in g.nodes] == ["a", "w_1", "live", "output"]
+    assert list(g.attrs) == ["w"] and g.attrs["w"] is w
+    assert list(a.users) == [live] and list(live_read.users) == [live]
+    g.lint()
+
+
+def test_node_copy_maps_args_and_keeps_names_constants_and_value_meta():
+    g, (x, w) = _mlp_graph()
+    g.nodes[2].meta["overwritten"] = ("storage", 1, None)  # a fact of g's eager versions
+    copy = Graph()
+    copies = {}
+    for node in g.nodes:
+        copies[node] = copy.node_copy(node, copies.__getitem__)
+    assert str(copy) == str(g)
+    mm = copies[g.nodes[2]]
+    assert mm.args == (copies[g.nodes[0]], copies[g.nodes[1]]) and mm.graph is copy
+    assert "overwritten" not in mm.meta and mm.meta["source"] == _at(12, "mm = x @ w")
+    copy.lint()
+    with copy.inserting_before(copy.output_node):
+        const = copy.node_copy(Graph().get_attr("c", w), copies.__getitem__)
+    assert copy.attrs["c"] is w and const.meta["val"] is w
+
+
 # ----- lint ------------------------------------------------------------------------------------
 
 def _small_graph():
