@@ -66,6 +66,13 @@ def test_histc_values_measured_with_torch():
     assert hist.tolist() == [2.0, 6.0, 2.0] and edges.tolist() == [0.0, 1.0, 3.0, 5.0]
 
 
+def test_histogram_result_prints_as_torch_return_types():
+    # torch 2.13 prints torch.return_types.histogram(\nhist=tensor([2., 1.]),\nbin_edges=...)
+    result = jg.histogram(jg.tensor([1.0, 2, 1]), bins=2)
+    assert repr(result) == ("jitgrad.return_types.histogram(\nhist=tensor([2., 1.]),\n"
+                            "bin_edges=tensor([1.0000, 1.5000, 2.0000]))")
+
+
 # ----- squeeze_ / unsqueeze_ ---------------------------------------------------------------
 
 

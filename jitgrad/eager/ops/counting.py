@@ -12,7 +12,6 @@ Note [Values at indices]).
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -23,8 +22,7 @@ from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
 from jitgrad.eager.ops.sorting import of_0d, return_type, values_and_indices
 from jitgrad.eager.tensor import Tensor, normalize_dim
 
-HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])
-HistogramResult.__module__ = "jitgrad.return_types"
+HistogramResult = return_type("histogram", ("hist", "bin_edges"))
 
 
 def _unique_meta(x: Any, dim: int | None) -> Any:
