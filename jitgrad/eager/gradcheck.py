@@ -34,7 +34,7 @@ def _numerical_jacobians(fn: Callable, inputs: Sequence[Any], eps: float) -> lis
     """jac[i][o] has shape (inputs[i].numel(), outputs[o].numel())."""
     with no_grad():
         reference = _outputs(fn, inputs)
-        jacobians = []
+        jacobians: list[list[np.ndarray]] = []
         for x in inputs:
             if not (isinstance(x, Tensor) and x._requires_grad):
                 jacobians.append([])

@@ -36,7 +36,7 @@ class PrintOptions:
 
 PRINT_OPTS = PrintOptions()
 
-_PROFILES = {
+_PROFILES: dict[str, dict[str, float]] = {
     "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
     "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
     "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},

@@ -15,7 +15,7 @@ import math
 import operator
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from jitgrad.eager.ops._binary import scalar_as
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.symbolic_int import any_symbolic
 from jitgrad.eager.tensor import Size, Tensor, device
+
+if TYPE_CHECKING:
+    from jitgrad.eager.legacy_types import LegacyTensorType
 
 ERR_INT_REQUIRES_GRAD = ("Only Tensors of floating point and complex dtype can require "
                          "gradients (got {dtype}); create a float tensor, e.g. "
@@ -219,7 +222,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
-def legacy_tensor_constructor(cls: type, *args: Any, **kwargs: Any) -> Tensor:
+def legacy_tensor_constructor(cls: type[Tensor], *args: Any, **kwargs: Any) -> Tensor:
     """`jitgrad.Tensor(data)` or `jitgrad.Tensor(2, 3)` (uninitialized float32), as PyTorch's.
 
     A `jitgrad.Size` argument is a shape; `jitgrad.Tensor()` is empty with shape (0,).
@@ -537,9 +540,10 @@ def _type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
     if dtype is None:
         return tensor_type_name(self)
     if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dtypes.dtype):
-        if dtype.is_cuda:  # a legacy type such as jitgrad.LongTensor (eager.legacy_types)
+        legacy = cast("LegacyTensorType", dtype)  # such as jitgrad.LongTensor
+        if legacy.is_cuda:
             check_device("cuda")
-        dtype = dtype.dtype
+        dtype = legacy.dtype
     elif isinstance(dtype, str) and dtype not in dtypes.ALIASES:
         module, _, name = dtype.rpartition(".")
         if module.endswith("cuda"):

@@ -247,7 +247,7 @@ def watch_nn_forms(watcher: Callable[[Callable[..., Tensor], NNForm], None]) -> 
 def is_declared(fn: Any) -> bool:
     """Whether `fn` is the public function of a declared op (the tracer runs it on fakes,
     wherever it was declared)."""
-    return DECLARED.get(getattr(fn, "__name__", None)) is fn
+    return DECLARED.get(getattr(fn, "__name__", "")) is fn
 
 
 def exported(module: str) -> list[str]:
@@ -280,10 +280,10 @@ def _dtype_guard(to_float: bool, require_float: str | None,
     that has no loop for the input's dtype (ints for `require_float`, bool for
     `refuse_bool`)."""
     assert not (to_float and require_float), "an op either computes ints in float or refuses"
-    refused = "biu" if require_float else "b" if refuse_bool else ""
-    if not refused:
-        return None
     kernel = require_float or refuse_bool
+    if not kernel:
+        return None
+    refused = "biu" if require_float else "b"
 
     def guard(input: Any) -> None:
         if isinstance(input, Tensor) and input._data.dtype.kind in refused:

@@ -187,7 +187,10 @@ def put_index(shape: tuple[int, ...], indices: Any) -> tuple:
     basic, advanced = parse_index(shape, items)
     assert basic is None or all(b == slice(None) or b is Ellipsis for b in basic), \
         "index_put indices are tensors or None"
-    return advanced if advanced is not None else basic
+    if advanced is not None:
+        return advanced
+    assert basic is not None, "parse_index returns a basic index when there is no advanced one"
+    return basic
 
 
 def _values(values: Any, x: Tensor) -> Any:

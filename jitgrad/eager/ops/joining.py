@@ -10,7 +10,7 @@ repeat_interleave). Errors follow research/eager_autograd.md §2.7.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -153,7 +153,7 @@ def _joined(tensors: Sequence[Tensor], name: str) -> tuple[tuple[Tensor, ...], n
     result = dtypes.from_numpy_dtype(tensors[0]._data.dtype)
     for t in tensors[1:]:
         result = dtypes.promote_types(result, dtypes.from_numpy_dtype(t._data.dtype))
-    return tensors, result.np
+    return tensors, cast(np.dtype, result.np)  # promoted from arrays' dtypes: never bfloat16
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None) -> Tensor:

@@ -661,11 +661,11 @@ def _lerp_forward(input: np.ndarray, end: np.ndarray, weight: Any) -> np.ndarray
             return (np.float64(weight32) * (end32 - start32) + start32).astype(input.dtype)
         coefficient = np.float64(weight32 - np.float32(1))
         return (coefficient * (end32 - start32) + end32).astype(input.dtype)
-    weight32 = weight.astype(np.float32, copy=False)
-    small = np.abs(weight32) < 0.5
-    coefficient = np.where(small, weight32, weight32 - np.float32(1)).astype(np.float64)
+    weights32 = weight.astype(np.float32, copy=False)
+    small = np.abs(weights32) < 0.5
+    coefficients = np.where(small, weights32, weights32 - np.float32(1)).astype(np.float64)
     base = np.where(small, start32, end32)
-    return (coefficient * (end32 - start32) + base).astype(input.dtype)
+    return (coefficients * (end32 - start32) + base).astype(input.dtype)
 
 
 def _lerp_backward(xp: Any, ctx: Any, g: Any, input: Any, end: Any, weight: Any) -> tuple:

@@ -106,11 +106,17 @@ def _lstm_sequence_backward(xp: Any, ctx: Any, g: Any, h0: Any, c0: Any, w_hh: A
         return xp.getitem(g, (k, t))
 
     earlier = _previous(order)
+
+    def before(k: int, t: int, first: Any) -> Any:
+        """Plane k of the step before t; `first` (the initial state) before the first step."""
+        prev = earlier[t]
+        return first if prev is None else plane(k, prev)
+
     pre_activations: dict[int, Any] = {}
     gh_next = gc_next = None
     for t in reversed(order):
         i, f, gate, o, c = plane(2, t), plane(3, t), plane(4, t), plane(5, t), plane(1, t)
-        c_prev = c0 if earlier[t] is None else plane(1, earlier[t])
+        c_prev = before(1, t, c0)
         gh = grad(0, t) if gh_next is None else grad(0, t) + gh_next
         tanh_c = xp.tanh(c)
         gc = grad(1, t) + gh * o * (1 - tanh_c * tanh_c)
@@ -127,8 +133,8 @@ def _lstm_sequence_backward(xp: Any, ctx: Any, g: Any, h0: Any, c0: Any, w_hh: A
     grad_w_hh = None
     if ctx.needs_input_grad[3]:
         grad_w_hh = _weight_grad(xp, [pre_activations[t] for t in range(steps)],
-                                 [h0 if earlier[t] is None else plane(0, earlier[t])
-                                  for t in range(steps)], (batch, width), width // _GATES)
+                                 [before(0, t, h0) for t in range(steps)], (batch, width),
+                                 width // _GATES)
     return grad_gates, gh_next, gc_next, grad_w_hh
 
 
@@ -189,12 +195,17 @@ def _gru_sequence_backward(xp: Any, ctx: Any, g: Any, h0: Any, w_hh: Any, out: A
     def grad(k: int, t: int) -> Any:
         return xp.getitem(g, (k, t))
 
+    def before(k: int, t: int, first: Any) -> Any:
+        """Plane k of the step before t; `first` (the initial state) before the first step."""
+        prev = earlier[t]
+        return first if prev is None else plane(k, prev)
+
     inputs_part: dict[int, Any] = {}
     hidden_part: dict[int, Any] = {}
     gh_next = None
     for t in reversed(order):
         r, z, n, term = plane(1, t), plane(2, t), plane(3, t), plane(4, t)
-        h_prev = h0 if earlier[t] is None else plane(0, earlier[t])
+        h_prev = before(0, t, h0)
         gh = grad(0, t) if gh_next is None else grad(0, t) + gh_next
         pre_n = (grad(3, t) + gh * (1 - z)) * (1 - n * n)
         pre_r = (grad(1, t) + pre_n * term) * r * (1 - r)
@@ -208,8 +219,8 @@ def _gru_sequence_backward(xp: Any, ctx: Any, g: Any, h0: Any, w_hh: Any, out: A
     grad_w_hh = grad_b_hn = None
     if ctx.needs_input_grad[2]:
         grad_w_hh = _weight_grad(xp, [hidden_part[t] for t in range(steps)],
-                                 [h0 if earlier[t] is None else plane(0, earlier[t])
-                                  for t in range(steps)], (batch, width), width // 3)
+                                 [before(0, t, h0) for t in range(steps)], (batch, width),
+                                 width // 3)
     if ctx.needs_input_grad[3]:
         hidden = width // 3
         grad_b_hn = xp.sum(xp.cat([xp.getitem(hidden_part[t], (slice(None), slice(

@@ -84,7 +84,9 @@ def _axis(x: np.ndarray, dims: tuple[int, ...] | None) -> tuple[int, ...] | None
 
 
 # Forwards call ufunc.reduce directly: np.sum/np.amax/np.mean add 1.5-8 us of Python
-# dispatch per call, more than the reduction itself costs on small tensors.
+# dispatch per call, more than the reduction itself costs on small tensors. numpy's stubs
+# take reduce's keepdims only as a literal True or False (a bool only with out=), so the
+# calls passing a bool keepdims carry `type: ignore[call-overload]`.
 
 # Note [Accumulating float sums]: numpy sums pairwise (error ~ log n ulps, like PyTorch's
 # cascade sum) only along the contiguous trailing dims of a C-contiguous array; along any
@@ -111,7 +113,8 @@ def _sum_accumulator(x: np.ndarray, axis: tuple[int, ...] | None) -> Any:
 def accumulate_sum(x: np.ndarray, axis: tuple[int, ...] | None, keepdims: bool = False) -> Any:
     """add.reduce of a float array, in float64 where x's dtype would lose the sum (see
     Note [Accumulating float sums]); the caller rounds to x's dtype after its last step."""
-    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=_sum_accumulator(x, axis))
+    return np.add.reduce(  # type: ignore[call-overload]  # bool keepdims
+        x, axis=axis, keepdims=keepdims, dtype=_sum_accumulator(x, axis))
 
 
 def _float_accumulator(x: np.ndarray, out_dtype: Any) -> Any:
@@ -129,9 +132,11 @@ def _sum_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
     axis, keep = _axis(x, dims), keepdim and x.ndim > 0
     accumulator = _sum_accumulator(x, axis) if out_dtype is None else None
     if accumulator is not None:
-        return np.asarray(np.add.reduce(x, axis=axis, dtype=accumulator, keepdims=keep)
+        return np.asarray(np.add.reduce(  # type: ignore[call-overload]  # bool keepdims
+            x, axis=axis, dtype=accumulator, keepdims=keep)
                           .astype(x.dtype))
-    return np.asarray(np.add.reduce(x, axis=axis, dtype=out_dtype, keepdims=keep))
+    return np.asarray(np.add.reduce(  # type: ignore[call-overload]  # bool keepdims
+        x, axis=axis, dtype=out_dtype, keepdims=keep))
 
 
 def _sum_backward(xp: Any, ctx: Any, g: Any) -> tuple:
@@ -160,8 +165,9 @@ def _mean_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 
 def _prod_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
                   out_dtype: Any) -> np.ndarray:
-    out = np.multiply.reduce(x, axis=_axis(x, dims), dtype=_float_accumulator(x, out_dtype),
-                             keepdims=keepdim and x.ndim > 0)
+    out = np.multiply.reduce(  # type: ignore[call-overload]  # bool keepdims
+        x, axis=_axis(x, dims), dtype=_float_accumulator(x, out_dtype),
+        keepdims=keepdim and x.ndim > 0)
     return np.asarray(out.astype(out_dtype or x.dtype, copy=False))
 
 
@@ -262,11 +268,13 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 
 def _amax_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.maximum.reduce(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+    return np.asarray(np.maximum.reduce(  # type: ignore[call-overload]  # bool keepdims
+        x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _amin_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
-    return np.asarray(np.minimum.reduce(x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
+    return np.asarray(np.minimum.reduce(  # type: ignore[call-overload]  # bool keepdims
+        x, axis=_axis(x, dims), keepdims=keepdim and x.ndim > 0))
 
 
 def _extremum_backward(xp: Any, ctx: Any, g: Any, x: Any, out: Any) -> tuple:
@@ -480,7 +488,8 @@ def _unrounded_var(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,
     centered = wide - mean
     # PyTorch divides by max(0, N - correction): 0/0 = nan, positive/0 = inf
     dof = wide.dtype.type(n - correction if n > correction else 0)
-    return np.add.reduce(centered * centered, axis=axis, keepdims=keep) / dof
+    return np.add.reduce(  # type: ignore[call-overload]  # bool keepdims
+        centered * centered, axis=axis, keepdims=keep) / dof
 
 
 def _var_forward(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool,

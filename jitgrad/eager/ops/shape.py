@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -105,7 +105,7 @@ def _expand_backward(xp: Any, ctx: Any, g: Any) -> tuple:
     return (g,)  # the engine sums the broadcast gradient down to the input's shape
 
 
-def _clone_forward(x: np.ndarray, order: str) -> np.ndarray:
+def _clone_forward(x: np.ndarray, order: Literal["K", "C"]) -> np.ndarray:
     return np.array(x, order=order, copy=True)
 
 

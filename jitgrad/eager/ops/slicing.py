@@ -51,7 +51,7 @@ def _diagonal_index(shape: tuple[int, ...], offset: int, dim1: int, dim2: int) -
     n = _diagonal_length(shape, offset, dim1, dim2)
     rows = np.arange(n) + max(-offset, 0)
     cols = np.arange(n) + max(offset, 0)
-    index = [slice(None)] * len(shape)
+    index: list[slice | np.ndarray] = [slice(None)] * len(shape)
     index[dim1], index[dim2] = rows, cols
     return tuple(index)
 

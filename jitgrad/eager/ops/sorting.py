@@ -25,13 +25,13 @@ from jitgrad.eager.tensor import Tensor, normalize_dim
 def return_type(name: str, fields: tuple[str, str] = ("values", "indices")) -> type:
     """A `(values, indices)` namedtuple (or other `fields`) printed like
     `torch.return_types.<name>`."""
-    cls = namedtuple(name, fields)
+    cls = namedtuple(name, fields)  # type: ignore[misc]  # mypy types only a literal name
 
     def __repr__(self: Any) -> str:  # noqa: N807
         listed = ",\n".join(f"{field}={value!r}" for field, value in zip(fields, self, strict=True))
         return f"jitgrad.return_types.{name}(\n{listed})"
 
-    cls.__repr__ = __repr__
+    cls.__repr__ = __repr__  # type: ignore[method-assign]  # torch.return_types' repr
     cls.__module__ = "jitgrad.return_types"
     return cls
 
