@@ -51,7 +51,6 @@ write into a graph input is caught by the input's own version counter.
 
 from __future__ import annotations
 
-import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,15 +60,16 @@ import numpy as np
 
 from jitgrad.eager import xp
 from jitgrad.eager.engine import validate_tensor_grad
-from jitgrad.eager.grad_mode import STATE, no_grad, set_grad_mode
+from jitgrad.eager.grad_mode import no_grad, set_grad_mode
 from jitgrad.eager.node import ERR_FREED, Node, SavedValues, forward_name, modified_error
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.views import rebuild_view
 from jitgrad.trace import report
-from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, recording
+from jitgrad.trace.fake import FakeTensor, OpRecorder, recording
 from jitgrad.trace.graph import Graph, map_arg
 from jitgrad.trace.graph import Node as GraphNode
+from jitgrad.trace.interpreter import Retracer
 from jitgrad.trace.unsupported import BreakKind, Unsupported
 from jitgrad.trace.user_lines import add_user_location
 
@@ -155,14 +155,10 @@ def build_joint_graphs(graph: Graph, example_inputs: list[Any]) -> JointGraphs:
     """
     joint = Graph()
     recorder = _LoggingRecorder(joint, lambda t: joint.get_attr("_tensor_constant", t))
-    env: dict[GraphNode, Any] = {}
-    entry_mode = STATE.enabled
+    forward = _JointForward(graph, recorder)
     with recording(recorder):
-        try:
-            _run_forward(graph, example_inputs, joint, recorder, env)
-        finally:
-            set_grad_mode(entry_mode)
-        outputs = map_arg(graph.outputs, env.__getitem__)
+        outputs = forward.run(*example_inputs)
+        env = forward.env
         aliases = tuple(_input_alias(graph, node) for node in graph.outputs)
         inputs = [env[p] for p in graph.placeholders]
         grad_inputs = tuple(isinstance(x, Tensor) and x._requires_grad for x in inputs)
@@ -198,41 +194,19 @@ def _input_alias(graph: Graph, output: Any) -> tuple[int, tuple] | None:
     return None
 
 
-def _run_forward(graph: Graph, example_inputs: list[Any], joint: Graph,
-                 recorder: OpRecorder, env: dict[GraphNode, Any]) -> None:
-    inputs = iter(example_inputs)
-    for node in graph.nodes:
-        recorder.location = node.meta.get("source")
-        if node.op == "placeholder":
-            value = next(inputs)
-            val = node.meta.get("val")
-            placeholder = joint.placeholder(node.target, val)
-            if isinstance(value, Tensor):
-                cls = FakeNumber if isinstance(val, FakeNumber) else FakeTensor
-                # the tensor's own flag: ops propagate it only where grad mode is on
-                env[node] = cls.like(placeholder, value, value.requires_grad)
-            else:
-                env[node] = value
-        elif node.op == "get_attr":
-            value = graph.attrs[node.target]
-            attr = joint.get_attr(node.target, value)
-            env[node] = FakeTensor.like(attr, value, False) if isinstance(value, Tensor) \
-                else value
-        elif node.op == "call_function":
-            args = map_arg(node.args, env.__getitem__)
-            kwargs = map_arg(node.kwargs, env.__getitem__)
-            if node.target is set_grad_mode:
-                set_grad_mode(*args)
-                joint.call_function(set_grad_mode, args)
-                env[node] = None
-            elif node.target is operator.getitem:
-                env[node] = args[0][args[1]]
-            elif isinstance(node.target, OpDef):
-                env[node] = node.target(*args, **kwargs)
-                _carry_saving_meta(node, env[node])
-            else:
-                raise Unsupported(BreakKind.JOINT_GRAPH, f"{node.target!r} has no backward formula "
-                                  "the compiler can trace")
+class _JointForward(Retracer):
+    """The captured graph run again on fakes into the joint graph, each op's call logged
+    (`_LoggingRecorder`) for the backward walk."""
+
+    def call_function(self, node: GraphNode, args: tuple, kwargs: dict[str, Any]) -> Any:
+        value = super().call_function(node, args, kwargs)
+        if isinstance(node.target, OpDef):
+            _carry_saving_meta(node, value)
+        return value
+
+    def not_an_op(self, node: GraphNode) -> Exception:
+        return Unsupported(BreakKind.JOINT_GRAPH, f"{node.target!r} has no backward formula "
+                           "the compiler can trace")
 
 
 def _carry_saving_meta(node: GraphNode, value: Any) -> None:

@@ -58,8 +58,9 @@ from jitgrad.eager.grad_mode import STATE, enable_grad, no_grad, set_grad_mode
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.graph import Graph, Node, describe_value, map_arg, target_name
+from jitgrad.trace.graph import Graph, Node, describe_value, target_name
 from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.interpreter import Interpreter
 
 # what a node-by-node rerun in float64 may raise for an op that insists on its dtypes;
 # that node's reference is then eager's value
@@ -275,35 +276,37 @@ def run_node_by_node(graph: Graph, attrs: dict[str, Any], inputs: tuple,
     whose op refuses float64, or that is not an op (an allow_in_graph function, a
     grad-mode switch), takes eager's value, cast.
     """
-    cast = to_float64 if eager is not None else (lambda v: v)
-    values: dict[Node, Any] = {}
-    given = iter(inputs)
+    run = _EagerRun(graph, attrs, eager)
     entry_mode = STATE.enabled
     try:
         with no_grad():
-            for node in graph.nodes:
-                if node.op == "placeholder":
-                    values[node] = cast(next(given))
-                elif node.op == "get_attr":
-                    values[node] = cast(attrs[node.target])
-                elif node.op == "call_function":
-                    values[node] = _run_node(node, values, eager)
+            run.run(*inputs)
     finally:
         set_grad_mode(entry_mode)
-    return values
+    return run.env
 
 
-def _run_node(node: Node, values: dict[Node, Any], eager: dict[Node, Any] | None) -> Any:
-    args = map_arg(node.args, values.__getitem__)
-    kwargs = map_arg(node.kwargs, values.__getitem__)
-    if eager is None:
-        return node.target(*args, **kwargs)
-    if not isinstance(node.target, OpDef) and node.target is not operator.getitem:
-        return to_float64(eager[node])
-    try:
-        return node.target(*args, **kwargs)
-    except _FLOAT64_FAILURES:
-        return to_float64(eager[node])
+class _EagerRun(Interpreter):
+    def __init__(self, graph: Graph, attrs: dict[str, Any], eager: dict[Node, Any] | None
+                 ) -> None:
+        super().__init__(graph, attrs)
+        self.eager = eager
+
+    def placeholder(self, node: Node, value: Any) -> Any:
+        return value if self.eager is None else to_float64(value)
+
+    def get_attr(self, node: Node, value: Any) -> Any:
+        return value if self.eager is None else to_float64(value)
+
+    def call_function(self, node: Node, args: tuple, kwargs: dict[str, Any]) -> Any:
+        if self.eager is None:
+            return node.target(*args, **kwargs)
+        if not isinstance(node.target, OpDef) and node.target is not operator.getitem:
+            return to_float64(self.eager[node])
+        try:
+            return node.target(*args, **kwargs)
+        except _FLOAT64_FAILURES:
+            return to_float64(self.eager[node])
 
 
 def _first_member(group: FusionGroup, run: NodeValues) -> tuple[Node, Difference] | None:

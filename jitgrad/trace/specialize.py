@@ -12,15 +12,14 @@ mostly costs fusion and code generation, not kernel compiles.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
-from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, ViewInfo
 from jitgrad.trace import symbolic
-from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, recording, sym_shape
+from jitgrad.trace.fake import FakeTensor, OpRecorder, sym_shape
 from jitgrad.trace.graph import Graph, Node, map_arg
+from jitgrad.trace.interpreter import Retracer
 
 
 class Refused(Exception):  # noqa: N818 - a decision, not a failure
@@ -30,55 +29,40 @@ class Refused(Exception):  # noqa: N818 - a decision, not a failure
 def specialize(graph: Graph, values: tuple[int, ...], inputs: list[Any]) -> Graph:
     """`graph` at symbol values `values` for the call's graph inputs `inputs`."""
     new = Graph()
-    env: dict[Node, Any] = {}
     recorder = OpRecorder(new, lambda tensor: new.get_attr(
         f"_tensor_constant_s{len(new.attrs)}", tensor))
-    placeholders = iter(inputs)
-    mode = STATE.enabled
-    try:
-        with recording(recorder):
-            for node in graph.nodes:
-                recorder.location = node.meta.get("source")
-                if node.op == "output":
-                    new.output(map_arg(node.args, lambda n: _node_of(env[n])))
-                    continue
-                env[node] = _run(node, new, env, values, placeholders, graph)
-                _check(node, env[node], values)
-                _carry_views(node, env[node], env, values)
-    finally:
-        set_grad_mode(mode)
-    _copy_meta(new, env)
+    run = _Specializer(graph, recorder, values)
+    run.run(*inputs)
+    _copy_meta(new, run.env)
     return new
 
 
-def _run(node: Node, new: Graph, env: dict[Node, Any], values: tuple[int, ...],
-         placeholders: Any, graph: Graph) -> Any:
-    old = node.meta.get("val")
-    if node.op == "placeholder":
-        value = next(placeholders)
-        placeholder = new.placeholder(node.target)
-        cls = FakeNumber if isinstance(old, FakeNumber) else FakeTensor
-        return cls.like(placeholder, value, value._requires_grad) if isinstance(
-            value, Tensor) else value
-    if node.op == "get_attr":
-        value = graph.attrs[node.target]
-        attr = new.get_attr(node.target, value)
-        return FakeTensor.like(attr, value, False) if isinstance(value, Tensor) else value
-    args = symbolic.substitute(map_arg(node.args, env.__getitem__), values)
-    kwargs = symbolic.substitute(map_arg(node.kwargs, env.__getitem__), values)
-    if node.target is set_grad_mode:
-        set_grad_mode(*args)
-        new.call_function(set_grad_mode, args)
-        return None
-    if node.target is operator.getitem:
-        return args[0][args[1]]
-    if not isinstance(node.target, OpDef):
-        raise Refused(f"{node.name} calls {node.target!r}, which is not an op")
-    result = node.target(*args, **kwargs)
-    made = _node_of(result) if isinstance(result, FakeTensor) else None
-    if made is not None:
-        made.meta["copied_from"] = node
-    return result
+class _Specializer(Retracer):
+    """The graph's nodes run again with every SymInt argument at `values`, each value
+    checked against the trace's prediction and keeping its view of a base."""
+
+    def __init__(self, graph: Graph, recorder: OpRecorder, values: tuple[int, ...]) -> None:
+        super().__init__(graph, recorder)
+        self.values = values
+
+    def run_node(self, node: Node, given: Any) -> Any:
+        value = super().run_node(node, given)
+        _check(node, value, self.values)
+        _carry_views(node, value, self.env, self.values)
+        return value
+
+    def call_function(self, node: Node, args: tuple, kwargs: dict[str, Any]) -> Any:
+        result = super().call_function(node, symbolic.substitute(args, self.values),
+                                       symbolic.substitute(kwargs, self.values))
+        if isinstance(node.target, OpDef) and isinstance(result, FakeTensor):
+            result.node.meta["copied_from"] = node
+        return result
+
+    def not_an_op(self, node: Node) -> Exception:
+        return Refused(f"{node.name} calls {node.target!r}, which is not an op")
+
+    def output(self, node: Node, values: tuple) -> Any:
+        return self.new.output(map_arg(node.args, lambda n: _node_of(self.env[n])))
 
 
 def _copy_meta(new: Graph, env: dict[Node, Any]) -> None:
