@@ -54,7 +54,7 @@ class MissingTorchModuleError(ImportError):
 
 def user_location() -> str:
     """`file:line` of the innermost frame outside importlib and this module."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename in (*_IMPORT_FRAMES, __file__):
         frame = frame.f_back
     if frame is None:

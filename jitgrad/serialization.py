@@ -19,6 +19,7 @@ import pickle
 from typing import IO, Any
 
 import numpy as np
+from numpy._core import multiarray
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops.creation import check_device, rebuild_tensor
@@ -31,8 +32,8 @@ _SAFE_GLOBALS: dict[tuple[str, str], Any] = {
     ("collections", "OrderedDict"): collections.OrderedDict,
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): np.dtype,
-    ("numpy._core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy._core.multiarray", "scalar"): np._core.multiarray.scalar,
+    ("numpy._core.multiarray", "_reconstruct"): multiarray._reconstruct,
+    ("numpy._core.multiarray", "scalar"): multiarray.scalar,
     ("jitgrad.eager.ops.creation", "rebuild_tensor"): rebuild_tensor,
     ("jitgrad.eager.tensor", "Size"): Size,
     ("jitgrad.eager.tensor", "device"): device,

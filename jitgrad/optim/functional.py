@@ -46,12 +46,13 @@ def fma(x: Any, y: Any, z: Any) -> Any:
     if isinstance(z, np.ndarray):
         if z.dtype != np.float32:
             return x * y + z
-        x64 = np.float64(np.float32(x)) if isinstance(x, (int, float)) else x.astype(np.float64)
+        x64: Any = (np.float64(np.float32(x)) if isinstance(x, (int, float))
+                    else x.astype(np.float64))
         return (x64 * y + z).astype(np.float32)
     if z._data.dtype != np.float32:
         return x * y + z
     if isinstance(x, (int, float)):
-        x64: Any = float(np.float32(x))
+        x64 = float(np.float32(x))
     elif x._weak_scalar:  # a Python number that is a graph input: rounded the same way
         x64 = TENSOR.cast(TENSOR.cast(x, np.float32), np.float64)
     else:
@@ -244,9 +245,9 @@ def rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor]
                                                  buffer, o))
             continue
         _increment(step_t)
-        values = rmsprop_values(NUMPY, *[None if t is None else t._data
-                                         for t in (param, grad, square_avg, grad_avg, buffer)],
-                                o)
+        values = rmsprop_values(NUMPY, param._data, grad._data, square_avg._data,
+                                None if grad_avg is None else grad_avg._data,
+                                None if buffer is None else buffer._data, o)
         _write_arrays(tensors, values)
 
 

@@ -91,9 +91,8 @@ class LBFGS(Optimizer):
         flat_grad = self._gather_flat_grad()
         if flat_grad.abs().max() <= group["tolerance_grad"]:
             return orig_loss
-        memory = {key: state.get(key) for key in
-                  ("d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad",
-                   "prev_loss")}
+        memory: dict[str, Any] = {key: state.get(key) for key in (
+            "d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad", "prev_loss")}
         n_iter = 0
         while n_iter < group["max_iter"]:
             n_iter += 1

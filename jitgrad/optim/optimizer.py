@@ -65,7 +65,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {tensor_type_name(params)}")
-        groups = list(params)
+        groups: list[Any] = list(params)  # dicts, or tensors; add_param_group checks
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):

@@ -104,7 +104,7 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
     is outside [0, 1].
     """
     n = len(dataset)  # type: ignore[arg-type]
-    sizes = list(lengths)
+    sizes: Sequence[int | float] = list(lengths)
     if math.isclose(sum(sizes), 1) and sum(sizes) <= 1:
         counts = []
         for i, fraction in enumerate(sizes):
