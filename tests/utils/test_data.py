@@ -13,6 +13,7 @@ from jitgrad.utils.data import (
     Dataset,
     IterableDataset,
     RandomSampler,
+    Sampler,
     SequentialSampler,
     Subset,
     TensorDataset,
@@ -77,6 +78,19 @@ def test_samplers():
     assert len(BatchSampler(range(5), 2, drop_last=True)) == 2
     with pytest.raises(ValueError, match="batch_size should be a positive integer value"):
         BatchSampler(range(5), 0, drop_last=False)
+
+
+def test_sampler_subclass_names_what_it_yields_as_in_torch():
+    # torch's Sampler is Generic; `Sampler[int]` raised "type 'Sampler' is not subscriptable"
+    class EvenIndices(Sampler[int]):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(range(0, self.n, 2))
+
+    loader = DataLoader(_dataset(6), sampler=EvenIndices(6), batch_size=2)
+    assert [x.tolist() for x, _ in loader] == [[0, 2], [4]]
 
 
 # ----- collate --------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from jitgrad.eager.ops.random import Generator, randperm
 from jitgrad.utils.data.sampler import Sampler
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[int]):
     """Indices of `dataset` for rank `rank` of `num_replicas` (default: the process group's).
 
     Raises ValueError for a rank outside [0, num_replicas - 1], and (torch's) ValueError

@@ -8,20 +8,26 @@ whole sequence of epochs, as in PyTorch (the permutations themselves differ from
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sized
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from jitgrad.eager.ops.random import Generator, generator_of
 
+T_co = TypeVar("T_co", covariant=True)
 
-class Sampler:
-    """Base class: subclasses define `__iter__` over indices (and `__len__` when known)."""
 
-    def __iter__(self) -> Iterator[int]:
+class Sampler(Generic[T_co]):
+    """Base class: subclasses define `__iter__` over indices (and `__len__` when known).
+
+    Generic in what it yields, as PyTorch's: `class MySampler(Sampler[int])`.
+    """
+
+    def __iter__(self) -> Iterator[T_co]:
         raise NotImplementedError(f"{type(self).__name__} does not implement __iter__")
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     """0, 1, ..., len(data_source) - 1."""
 
     def __init__(self, data_source: Sized) -> None:
@@ -34,7 +40,7 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     """A random permutation of the indices (or `num_samples` draws with `replacement=True`).
 
     Without replacement and with num_samples > len(data_source), whole permutations are
@@ -77,7 +83,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     """The given indices in a random order."""
 
     def __init__(self, indices: list[int], generator: Generator | None = None) -> None:
@@ -92,7 +98,7 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list[int]]):
     """Groups another sampler's indices into lists of `batch_size` (the last may be short).
 
     Raises ValueError for a non-positive batch_size or a non-bool drop_last.
