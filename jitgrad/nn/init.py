@@ -111,7 +111,8 @@ def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix. Raises ValueError for other ranks."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _fill(tensor, np.eye(*_shape(tensor)))
+    rows, cols = _shape(tensor)
+    return _fill(tensor, np.eye(rows, cols))
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:

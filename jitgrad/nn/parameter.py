@@ -4,7 +4,7 @@ and `UninitializedParameter`, the placeholder of lazy modules until their first 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -77,7 +77,7 @@ class UninitializedParameter(Parameter):
             else dtypes.numpy_dtype(dtypes.to_dtype(dtype), "materialize")
         self._data = np.empty(tuple(shape), np_dtype)
         self._bump_version()
-        self.__class__ = self.cls_to_become
+        cast(Any, self).__class__ = self.cls_to_become  # a class change mypy cannot follow
 
     def __repr__(self) -> str:
         return "<UninitializedParameter>"

@@ -103,17 +103,19 @@ def _option(name: str, value: object) -> str:
 def module_class(function: Callable[..., Tensor], form: NNForm) -> type[Module]:
     """The Module class `form.module` of the activation `function` (its functional form in
     jitgrad.nn.functional, PyTorch's `inplace` flag last)."""
+    class_name = form.module
+    assert class_name is not None, "only a form naming its module gets a class"
     params = [(p.name, p.default) for p in functional_activation.parameters(function)]
     options = [name for name, _ in params if name != "inplace"]
     attributes = options + (["inplace"] if form.inplace else [])
     namespace = {"__name__": __name__, "function": function}
-    summary = (function.__doc__ or form.module).strip().splitlines()[0]
+    summary = (function.__doc__ or class_name).strip().splitlines()[0]
     members: dict = {
-        "__module__": __name__, "__qualname__": form.module, "__doc__": summary,
+        "__module__": __name__, "__qualname__": class_name, "__doc__": summary,
         "forward": define(
             "forward", [("self", REQUIRED), ("input", REQUIRED)],
             "return function(input" + "".join(f", self.{a}" for a in attributes) + ")",
-            namespace, f"{form.module} of `input`.")}
+            namespace, f"{class_name} of `input`.")}
     if attributes:
         members["__init__"] = define(
             "__init__", [("self", REQUIRED), *params], "super(cls, self).__init__()\n"
@@ -124,8 +126,8 @@ def module_class(function: Callable[..., Tensor], form: NNForm) -> type[Module]:
         members["extra_repr"] = extra_repr
     for member in ("forward", "__init__", "extra_repr"):
         if member in members:
-            members[member].__qualname__ = f"{form.module}.{member}"
-    cls = type(form.module, (Module,), members)
+            members[member].__qualname__ = f"{class_name}.{member}"
+    cls = type(class_name, (Module,), members)
     namespace["cls"] = cls
     return cls
 

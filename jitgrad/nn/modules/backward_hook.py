@@ -55,10 +55,10 @@ class BackwardHook:
         self.hooked_positions = positions
         hooked = _HookIdentity.apply(self._on_grad_input,
                                      *[args[i] for i in self.hooked_positions])
-        args = list(args)
+        replaced = list(args)
         for i, t in zip(self.hooked_positions, hooked, strict=True):
-            args[i] = t
-        return tuple(args)
+            replaced[i] = t
+        return tuple(replaced)
 
     def setup_output(self, output: Any) -> Any:
         """`output` (a Tensor or a tuple) with its tensors replaced by hooked identities."""
@@ -68,10 +68,10 @@ class BackwardHook:
         if not any(items[i].requires_grad for i in positions):
             return output
         hooked = _HookIdentity.apply(self._on_grad_output, *[items[i] for i in positions])
-        items = list(items)
+        replaced = list(items)
         for i, t in zip(positions, hooked, strict=True):
-            items[i] = t
-        return items[0] if is_tensor else type(output)(items)
+            replaced[i] = t
+        return replaced[0] if is_tensor else type(output)(replaced)
 
     def _on_grad_output(self, grads: tuple) -> tuple:
         self.grad_output = grads

@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from jitgrad.eager.tensor import Tensor
 from jitgrad.nn.modules.module import Module, _addindent, typename
@@ -35,6 +35,9 @@ class _IndexedModules(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+    if TYPE_CHECKING:  # each subclass indexes (and slices) in its own way
+        def __getitem__(self, index: int | slice) -> Any: ...
 
     def _renumber(self, modules: Iterable[Module]) -> None:
         """Re-key the children "0".."n-1" in the given order (after deletions/insertions)."""
@@ -89,7 +92,13 @@ class Sequential(_IndexedModules):
     the names. `seq[i]` is a module, `seq[i:j]` a new Sequential sharing the modules.
     """
 
-    def __init__(self, *args: Module) -> None:
+    @overload
+    def __init__(self, *args: Module) -> None: ...
+
+    @overload
+    def __init__(self, arg: OrderedDict[str, Module], /) -> None: ...
+
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, module in args[0].items():
@@ -218,11 +227,11 @@ class ModuleDict(Module):
             if not isinstance(pair, Iterable):
                 raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; "
                                 f"is {type(pair).__name__}")
-            pair = tuple(pair)
-            if len(pair) != 2:
+            entry: tuple[Any, ...] = tuple(pair)  # any iterable, checked here
+            if len(entry) != 2:
                 raise ValueError(f"ModuleDict update sequence element #{j} has length "
-                                 f"{len(pair)}; 2 is required")
-            self[pair[0]] = pair[1]
+                                 f"{len(entry)}; 2 is required")
+            self[entry[0]] = entry[1]
 
 
 _NO_DEFAULT = object()

@@ -31,8 +31,6 @@ class IncompatibleKeys(NamedTuple):
         return (f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, "
                 f"unexpected_keys={self.unexpected_keys!r})")
 
-    __str__ = __repr__
-
 
 def _local_state(module: Module) -> dict[str, Tensor]:
     """The module's own parameters and persistent buffers that are not None."""

@@ -167,7 +167,8 @@ class RNNBase(Module):
             layer_input = input_size if layer == 0 else hidden_size * directions
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction else "")
-                shapes = {"weight_ih": (gates, layer_input), "weight_hh": (gates, hidden_size)}
+                shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gates, layer_input),
+                                                      "weight_hh": (gates, hidden_size)}
                 if bias:
                     shapes.update(bias_ih=(gates,), bias_hh=(gates,))
                 for name, shape in shapes.items():

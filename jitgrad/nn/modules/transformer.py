@@ -34,7 +34,7 @@ def _activation(activation: Activation) -> Callable[[Tensor], Tensor]:
     if callable(activation):
         return activation
     if activation in ("relu", "gelu"):
-        return F.relu if activation == "relu" else F.gelu
+        return getattr(F, activation)  # made from their declarations: mypy sees neither
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 

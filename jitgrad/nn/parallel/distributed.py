@@ -179,6 +179,7 @@ class Reducer:
             self.used[self.flat_index[key]] = 1
         self.buckets[b].pending -= 1
         for bucket in self.buckets[:self.next_bucket]:
+            assert bucket.work is not None, "a bucket before next_bucket was launched"
             bucket.work.is_completed()  # lets MPI progress the launched buckets
         while self.next_bucket < len(self.buckets) and \
                 self.buckets[self.next_bucket].pending == 0:
@@ -204,6 +205,7 @@ class Reducer:
             dist.all_reduce(used, dist.ReduceOp.MAX, group=self.group)
         flags = iter(self.used)
         for bucket in self.buckets:
+            assert bucket.work is not None, "every bucket was launched before _finalize"
             bucket.work.wait()
             for i, param in enumerate(bucket.params):
                 if next(flags) or not self.find_unused:
@@ -254,6 +256,7 @@ class DistributedDataParallel(Module):
         works = [dist.broadcast(t, 0, group=self.process_group, async_op=True)
                  for t in tensors]
         for work in works:
+            assert work is not None, "an async_op collective returns its Work"
             work.wait()
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
