@@ -464,7 +464,7 @@ class Tensor(TensorMethods):
     def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))  # type: ignore[index]
+        return (self[i] for i in range(self._data.shape[0]))
 
     def __hash__(self) -> int:
         return id(self)

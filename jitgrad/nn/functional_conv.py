@@ -29,7 +29,7 @@ def _pair(value: Any, name: str) -> Pair:
     if len(pair) != 2:
         raise RuntimeError(f"expected {name} to be a single integer value or a list of 2 "
                            f"values to match the convolution dimensions, but got {name}={value}")
-    return pair  # type: ignore[return-value]
+    return pair
 
 
 def _pad(input: Tensor, rows: Pair, cols: Pair, value: float) -> Tensor:

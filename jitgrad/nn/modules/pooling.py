@@ -83,7 +83,7 @@ class AvgPool1d(Module):
 
 
 def _one_tuple(value: Any) -> tuple[int]:
-    return (value,) if isinstance(value, int) else tuple(value)  # type: ignore[return-value]
+    return (value,) if isinstance(value, int) else tuple(value)
 
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d"]

@@ -122,7 +122,7 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float],
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     order = generator_of(generator).permutation(n).tolist()
     return [Subset(dataset, order[end - size:end])
-            for end, size in zip(itertools.accumulate(sizes), sizes, strict=True)]  # type: ignore[arg-type]
+            for end, size in zip(itertools.accumulate(sizes), sizes, strict=True)]
 
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
