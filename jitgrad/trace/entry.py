@@ -716,7 +716,7 @@ def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
             outputs.append(node)
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()
-    graph.lint()
+    graph.lint(meta=True)
     return graph
 
 

@@ -571,6 +571,11 @@ def _view_in_place(tensor: FakeTensor, name: str, args: tuple, kwargs: dict) -> 
     storage = tensor.storage
     view = getattr(Tensor, _IN_PLACE_VIEWS[name])(tensor, *args, **kwargs)
     node = view.storage.node
+    for earlier in [n for n in node.graph.nodes if n.meta.get("val") is tensor]:
+        # the values it held keep their own description (FakeTensor.like sets it)
+        held = FakeTensor.like(earlier, tensor, tensor._requires_grad)
+        if tensor.__dict__.get("sym_shape") is not None:
+            held.__dict__["sym_shape"] = tensor.__dict__["sym_shape"]
     _mark_overwritten(tensor, [], node)
     storage.bumps += 1
     if storage.input is not None:  # the caller's tensor changes shape too

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from jitgrad.eager.ops.registry import OpDef
+from jitgrad.eager.ops.registry import OpDef, TensorMeta
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace import symbolic
 
@@ -367,14 +367,17 @@ class Graph:
         return copy
 
     # ----- checking -------------------------------------------------------------------
-    def lint(self) -> None:
-        """Check the invariants of Note [Graph IR].
+    def lint(self, meta: bool = False) -> None:
+        """Check the invariants of Note [Graph IR]; with `meta`, also that each op node's
+        meta["val"] has the shapes and dtypes its op gives for its inputs' vals (the op's
+        shape/dtype rule run again, `OpDef.infer_meta`): a pass that rewired a node or
+        changed a value without its description is caught where it happened.
 
         Raises: RuntimeError naming the first offending node: a node of another graph, an
         unknown op or a target of the wrong kind, a duplicate name, a placeholder after
         another node, a use before definition or of a node not in the graph, `users`
-        out of step with args, a get_attr key missing from `attrs`, or no output node at
-        the end (or one elsewhere).
+        out of step with args, a get_attr key missing from `attrs`, no output node at
+        the end (or one elsewhere), or (`meta`) a val its op does not give.
         """
         position: dict[Node, int] = {}
         names: set[str] = set()
@@ -407,6 +410,9 @@ class Graph:
         if not self._nodes or self._nodes[-1].op != "output":
             raise RuntimeError("Graph.lint: the graph does not end with an output node; "
                                "call graph.output(values) last")
+        if meta:
+            for node in self._nodes:
+                _lint_meta(node)
 
     def _lint_kind(self, node: Node, index: int, last: int) -> None:
         op = node.op
@@ -467,6 +473,42 @@ class Graph:
         """The globals `python_code()` reads: `ops` (the OpDefs called, by name), `attrs`
         (this graph's attrs), `np`, and each other callable or constant under its name."""
         return generate_python(self).globals
+
+
+def _lint_meta(node: Node) -> None:
+    """Raise when an op node's val is not what its op gives for its inputs' vals."""
+    val = node.meta.get("val")
+    if node.op != "call_function" or not isinstance(node.target, OpDef) or val is None:
+        return
+    inputs = tuple(_meta_of(arg.meta.get("val")) if isinstance(arg, Node) else arg
+                   for arg in node.args)
+    try:
+        inferred = node.target.infer_meta(symbolic.hinted(inputs), symbolic.hinted(node.kwargs))
+    except Exception as err:  # any refusal is the finding
+        raise RuntimeError(f"Graph.lint: {node!r} ({target_name(node.target)}): its op "
+                           f"refuses its inputs' vals: {type(err).__name__}: {err}") from err
+    inferred = inferred if isinstance(inferred, tuple) and not isinstance(
+        inferred, TensorMeta) else (inferred,)
+    vals = val if isinstance(val, tuple) else (val,)
+    got = [(tuple(v._data.shape), v._data.dtype) for v in vals if isinstance(v, Tensor)]
+    want = [(tuple(m.shape), m.dtype) for m in inferred]
+    if got != want:
+        raise RuntimeError(f"Graph.lint: {node!r} ({target_name(node.target)}) is described "
+                           f"as {_describe_metas(got)}, but its op gives "
+                           f"{_describe_metas(want)} for its inputs")
+
+
+def _meta_of(val: Any) -> Any:
+    """What an op's shape/dtype rule sees of an input's val (a number as is)."""
+    if isinstance(val, Tensor):
+        data = val._data
+        return TensorMeta.of(data) if isinstance(data, np.ndarray) else data
+    return val
+
+
+def _describe_metas(metas: list[tuple[tuple[int, ...], np.dtype]]) -> str:
+    return ", ".join(f"{DTYPE_SHORT_NAMES.get(d.name, d.name)}{list(shape)}"
+                     for shape, d in metas)
 
 
 def target_name(target: Any) -> str:

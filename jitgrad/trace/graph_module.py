@@ -41,7 +41,7 @@ class GraphModule:
 
     def recompile(self) -> None:
         """Regenerate `code` and `forward` from the graph (after a pass edited it)."""
-        self.graph.lint()
+        self.graph.lint(meta=True)
         source, namespace, line_nodes = generate_python(self.graph)
         namespace["attrs"] = self.attrs
         name = f"forward_{next(_FORWARD_IDS)}"

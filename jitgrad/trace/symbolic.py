@@ -215,36 +215,33 @@ def contains_symint(value: Any) -> bool:
 
 
 def hinted(value: Any) -> Any:
-    """`value` with every SymInt replaced by its hint (no guard: for shape inference, which
-    the specialization repeats at every size)."""
+    """`value` with every SymInt replaced by its hint, the int it holds (no guard: for
+    shape inference, which the specialization repeats at every size)."""
     if not contains_symint(value):
         return value
-    return substitute(value, _Hints())
-
-
-class _Hints:
-    def __getitem__(self, k: int) -> int:
-        env = ShapeEnv.active()
-        assert env is not None, "SymInts exist only while tracing"
-        return env.hints[k]
+    return _map_symints(value, lambda size: size.hint)
 
 
 def substitute(value: Any, values: Any) -> Any:
     """`value` with every SymInt replaced by its int at `values` (symbol k = values[k])."""
+    return _map_symints(value, lambda size: evaluate(size.expr, values))
+
+
+def _map_symints(value: Any, fn: Callable[[SymInt], int]) -> Any:
     if isinstance(value, SymInt):
-        return evaluate(value.expr, values)
+        return fn(value)
     if type(value) in (tuple, list):
-        return type(value)(substitute(v, values) for v in value)
+        return type(value)(_map_symints(v, fn) for v in value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(substitute(v, values) for v in value))
+        return type(value)(*(_map_symints(v, fn) for v in value))
     if isinstance(value, tuple):  # torch.Size
-        return type(value)(substitute(v, values) for v in value)
+        return type(value)(_map_symints(v, fn) for v in value)
     if isinstance(value, dict):
-        return {k: substitute(v, values) for k, v in value.items()}
+        return {k: _map_symints(v, fn) for k, v in value.items()}
     if isinstance(value, slice):
-        return slice(*(substitute(v, values) for v in (value.start, value.stop, value.step)))
+        return slice(*(_map_symints(v, fn) for v in (value.start, value.stop, value.step)))
     if isinstance(value, ReplayStep):  # (rebuild_view reads its op and params only)
-        return ReplayStep(value.op, substitute(value.params, values), value.input_metadata[0])
+        return ReplayStep(value.op, _map_symints(value.params, fn), value.input_metadata[0])
     return value
 
 

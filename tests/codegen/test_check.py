@@ -379,14 +379,15 @@ def scaled_relu(x, w):
 
 def _wrong_joint_forward(monkeypatch):
     """The joint graph's forward multiplies by 3.003 where the user wrote 3.0."""
-    right = autograd._run_forward
+    right = autograd._JointForward.run
 
-    def wrong(graph, example_inputs, joint, recorder, env):
-        right(graph, example_inputs, joint, recorder, env)
-        node = next(n for n in joint.nodes if n.op == "call_function" and 3.0 in n.args)
+    def wrong(self, *example_inputs):
+        outputs = right(self, *example_inputs)
+        node = next(n for n in self.new.nodes if n.op == "call_function" and 3.0 in n.args)
         node.args = tuple(3.003 if a == 3.0 else a for a in node.args)
+        return outputs
 
-    monkeypatch.setattr(autograd, "_run_forward", wrong)
+    monkeypatch.setattr(autograd._JointForward, "run", wrong)
 
 
 def test_a_wrong_joint_forward_graph_is_named_at_the_region_output(monkeypatch):

@@ -293,6 +293,23 @@ def test_node_copy_maps_args_and_keeps_names_constants_and_value_meta():
 
 # ----- lint ------------------------------------------------------------------------------------
 
+def test_lint_with_meta_finds_a_val_its_op_does_not_give():
+    g, _ = _mlp_graph()
+    g.lint(meta=True)
+    mm, relu = g.nodes[2], g.nodes[3]
+    relu.args = (g.nodes[0],)  # rewired to x, f32[64, 128], its val left as relu(mm)'s
+    with pytest.raises(RuntimeError, match=r"^Graph.lint: %relu \(relu\) is described as "
+                                           r"f32\[64, 10\], but its op gives f32\[64, 128\] "
+                                           r"for its inputs$"):
+        g.lint(meta=True)
+    g.lint()  # the structure alone is sound
+    relu.args = (mm,)
+    mm.args = (mm.args[1], mm.args[0])
+    with pytest.raises(RuntimeError, match=r"^Graph.lint: %mm \(matmul\): its op refuses "
+                                           r"its inputs' vals: ValueError: matmul: "):
+        g.lint(meta=True)
+
+
 def _small_graph():
     g = Graph()
     a = g.placeholder("a")

@@ -6,6 +6,7 @@ Each test runs the same function compiled and eagerly on equal copies of the inp
 """
 
 import contextlib
+import re
 import warnings
 
 import numpy as np
@@ -624,3 +625,19 @@ def test_a_saved_view_of_a_callers_tensor_checks_its_writes_as_eager(backend, ca
         except RuntimeError as err:
             outcomes.append(("raised", "modified by an inplace operation" in str(err)))
     assert outcomes[0] == outcomes[1] == (("raised", True) if write else ("grad", outcomes[1][1]))
+
+
+def test_in_place_view_ops_leave_earlier_values_their_own_description():
+    """The value before `unsqueeze_` keeps its shape in the graph (its val is no longer
+    the FakeTensor the op reshapes); Graph.lint(meta=True) checks every node's."""
+    def f(x):
+        h = x * 2
+        h.unsqueeze_(0)
+        return h + 1
+
+    compiled = jg.compile(f, backend="eager")
+    compiled(jg.ones(2, 3))
+    listing = jg.show(compiled).split("# graph:\n")[1].split("# runner:")[0].splitlines()
+    described = {line.split()[0]: re.findall(r"f32\[[\d, ]*\]", line) for line in listing[1:4]}
+    assert described == {"%mul": ["f32[2, 3]"], "%reshape": ["f32[1, 2, 3]"],
+                         "%add": ["f32[1, 2, 3]"]}
