@@ -108,7 +108,7 @@ def main() -> None:
     import jitgrad as jg
     from jitgrad import nn
     from jitgrad.nn import functional
-    from jitgrad.trace import entry
+    from jitgrad.trace.runtime import entry
 
     gpt = gpt_modules(nn, functional, jg.arange, jg.tril, jg.ones, jg.long)
     jg.manual_seed(0)

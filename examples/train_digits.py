@@ -46,7 +46,7 @@ import jitgrad  # noqa: E402
 import jitgrad as torch  # noqa: E402
 import jitgrad.nn as nn  # noqa: E402
 import jitgrad.nn.functional as F  # noqa: E402, N812
-from jitgrad.trace.graph import target_name  # noqa: E402
+from jitgrad.trace.ir.graph import target_name  # noqa: E402
 from jitgrad.utils.data import DataLoader, Subset, TensorDataset, random_split  # noqa: E402
 
 COMPARED_STEPS = 20  # the first steps whose losses are printed side by side
@@ -154,7 +154,7 @@ def accuracy(model: nn.Module, dataset: Subset) -> tuple[int, int]:
     return int((predictions == labels).sum().item()), len(labels)
 
 
-def op_counts(graph: jitgrad.trace.graph.Graph) -> str:
+def op_counts(graph: jitgrad.trace.ir.graph.Graph) -> str:
     """`linear x2, relu, log_softmax, nll_loss`: the graph's ops in first-use order."""
     counts = collections.Counter(target_name(node.target) for node in graph.nodes
                                  if node.op == "call_function")

@@ -19,10 +19,10 @@ from jitgrad import config
 from jitgrad.codegen.backend import numba_backend
 from jitgrad.codegen.check import CheckError, CheckWarning, check_backend, checked
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import entry, report
-from jitgrad.trace.backends import lookup_backend, register_backend
-from jitgrad.trace.disabled import allow_in_graph, disable, graph_break
-from jitgrad.trace.entry import CompiledFunction, CompileError
+from jitgrad.trace.runtime import entry, report
+from jitgrad.trace.runtime.backends import lookup_backend, register_backend
+from jitgrad.trace.runtime.disabled import allow_in_graph, disable, graph_break
+from jitgrad.trace.runtime.entry import CompiledFunction, CompileError
 
 config.configure_logging()
 register_backend("numba", numba_backend)
@@ -46,7 +46,7 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = None,  # noq
     changed between calls becomes a symbol on the recompile, so later sizes reuse the
     entry; True: every dim of size 2 or more is a symbol from the first call; False:
     sizes stay exact (a new size recompiles). `jitgrad.mark_dynamic(t, dim)` and
-    `mark_static` decide per tensor. See Note [Symbolic sizes] in jitgrad/trace/symbolic.py.
+    `mark_static` decide per tensor. See Note [Symbolic sizes] in jitgrad/trace/capture/symbolic.py.
     mode, options: accepted for compatibility with torch.compile; there is one mode, so a
     value other than the default warns once. disable=True returns `fn` itself, as
     torch.compile does.

@@ -40,7 +40,7 @@ backward serves calls where every output got one.
 Note [Saved values overwritten in the graph]: the captured graph is functional, so a value
 an in-place op of the user's program overwrote still exists in it; eager would have
 saved the tensor and found its version changed. Tracing marks such values
-(`meta["overwritten"]`, jitgrad/trace/fake.py `_mark_overwritten`), and the backward walk
+(`meta["overwritten"]`, jitgrad/trace/capture/fake.py `_mark_overwritten`), and the backward walk
 records, for each formula that saves one, eager's error and the user outputs whose
 gradients reach that op (`JointGraphs.overwritten`): a backward call that gets a gradient
 for one of them raises it. The in-place op itself may save the value it overwrites
@@ -65,13 +65,13 @@ from jitgrad.eager.node import ERR_FREED, Node, SavedValues, forward_name, modif
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import report
-from jitgrad.trace.fake import FakeTensor, OpRecorder, recording
-from jitgrad.trace.graph import Graph, map_arg
-from jitgrad.trace.graph import Node as GraphNode
-from jitgrad.trace.interpreter import Retracer
-from jitgrad.trace.unsupported import BreakKind, Unsupported
-from jitgrad.trace.user_lines import add_user_location
+from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
+from jitgrad.trace.capture.fake import FakeTensor, OpRecorder, recording
+from jitgrad.trace.ir.graph import Graph, map_arg
+from jitgrad.trace.ir.graph import Node as GraphNode
+from jitgrad.trace.ir.interpreter import Retracer
+from jitgrad.trace.runtime import report
+from jitgrad.trace.runtime.user_lines import add_user_location
 
 ERR_CREATE_GRAPH = (
     "create_graph=True reached a compiled region (CompiledFunctionBackward): its backward "
@@ -516,7 +516,7 @@ class CompiledFunctionBackward(Node):
     gradients (zeros for outputs that got none); an input reached only from outputs that
     got none gets None, as in eager (`JointGraphs.reach`). An error raised in it names the
     user's line of the forward op (Note [Errors at the user's line] in
-    jitgrad/trace/user_lines.py).
+    jitgrad/trace/runtime/user_lines.py).
     Raises RuntimeError: on `create_graph=True` (ERR_CREATE_GRAPH), after the saved
     values were freed (ERR_FREED), or when a saved input was modified in place.
     """

@@ -32,10 +32,10 @@ from jitgrad.codegen.kernels import Kernel
 from jitgrad.codegen.program import build_program_graph
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import report
-from jitgrad.trace.graph import Graph
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.unsupported import Unsupported
+from jitgrad.trace.breaks.unsupported import Unsupported
+from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime import report
 
 _LOG = config.logger("output_code")
 _PERF_LOG = config.logger("perf_hints")

@@ -58,9 +58,9 @@ from jitgrad.eager.grad_mode import STATE, enable_grad, no_grad, set_grad_mode
 from jitgrad.eager.ops.random import default_generator
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.graph import Graph, Node, describe_value, target_name
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.interpreter import Interpreter
+from jitgrad.trace.ir.graph import Graph, Node, describe_value, target_name
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.ir.interpreter import Interpreter
 
 # what a node-by-node rerun in float64 may raise for an op that insists on its dtypes;
 # that node's reference is then eager's value

@@ -45,7 +45,7 @@ import numpy as np
 from jitgrad.codegen.lowering import KERNEL_DTYPES, is_lowerable, lower_node
 from jitgrad.eager.ops.registry import OPS
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.graph import Graph, Node, describe_value, target_name
+from jitgrad.trace.ir.graph import Graph, Node, describe_value, target_name
 
 REDUCTION_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 # reductions whose output has the input's shape (they normalize along the reduced dims)

@@ -58,7 +58,7 @@ from jitgrad.codegen import cache, progress
 from jitgrad.codegen.fusion import FusionGroup, describe_node
 from jitgrad.codegen.lowering import lower_node
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.graph import Node
+from jitgrad.trace.ir.graph import Node
 
 PARALLEL_THRESHOLD = 1 << 17  # elements; below it, threads cost more than they save
 MIN_RANK = 2  # kernels loop over at least 2 dims, so a 1-D job can be split for prange

@@ -34,7 +34,7 @@ import numpy as np
 
 from jitgrad.codegen.mathlib import FUNCTIONS
 from jitgrad.eager.ops.registry import OPS, OpDef
-from jitgrad.trace.graph import Node
+from jitgrad.trace.ir.graph import Node
 
 # numpy dtypes a kernel computes in; float16 (no numba arithmetic) stays an extern
 KERNEL_DTYPES = frozenset(np.dtype(n) for n in (

@@ -32,7 +32,7 @@ from jitgrad.codegen.fusion import FusionGroup
 from jitgrad.eager.grad_mode import set_grad_mode
 from jitgrad.eager.ops.registry import OpDef, laid_out_forward
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.graph import Graph, Node, map_arg
+from jitgrad.trace.ir.graph import Graph, Node, map_arg
 
 
 def tensor_data(value: Any) -> Any:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from jitgrad import config
-from jitgrad.trace import report
+from jitgrad.trace.runtime import report
 
 STATUS_AFTER = 1.0  # seconds of compiling before the status line appears
 

@@ -82,7 +82,7 @@ from jitgrad.codegen.kernels import (
     node_statements,
 )
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.graph import Node
+from jitgrad.trace.ir.graph import Node
 
 _PRELUDE = '''\
 import math

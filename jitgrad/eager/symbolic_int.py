@@ -1,7 +1,7 @@
 """The eager side of the compiler's symbolic sizes (Note [Symbolic sizes] in
-jitgrad/trace/symbolic.py).
+jitgrad/trace/capture/symbolic.py).
 
-`SymbolicInt` is the base class of `jitgrad.trace.symbolic.SymInt`: an int whose value is
+`SymbolicInt` is the base class of `jitgrad.trace.capture.symbolic.SymInt`: an int whose value is
 one call's size while a function is traced. Eager code never makes one; the ops that
 build a tensor from sizes (`arange`, `zeros`, `ones`, `full`, `empty`) check for one and
 then record an op (`ARANGE`, `FULL` in creation.py) instead of computing a constant, so

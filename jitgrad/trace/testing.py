@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jitgrad.trace.backends import Backend, lookup_backend
-from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime.backends import Backend, lookup_backend
 
 
 class CountingBackend:

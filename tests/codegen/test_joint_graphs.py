@@ -8,9 +8,9 @@ import numpy as np
 
 import jitgrad as jg
 from jitgrad.codegen.autograd import build_joint_graphs
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.tracing import trace_function
-from jitgrad.trace.variables import tensors_in
+from jitgrad.trace.capture.tracing import trace_function
+from jitgrad.trace.capture.variables import tensors_in
+from jitgrad.trace.ir.graph_module import GraphModule
 
 
 def loss_fn(x, w, b):

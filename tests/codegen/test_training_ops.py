@@ -22,8 +22,8 @@ import pytest
 import jitgrad as jg
 from jitgrad.codegen.autograd import CompiledRegion, compile_region
 from jitgrad.codegen.backend import CompiledGraph, numba_backend
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.unsupported import Unsupported
+from jitgrad.trace.breaks.unsupported import Unsupported
+from jitgrad.trace.ir.graph_module import GraphModule
 from tests.eager.op_table import OP_CASES
 
 TOLERANCES = {np.float32: (1e-5, 1e-6), np.float64: (1e-10, 1e-12)}

@@ -13,7 +13,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - the PyTorch convention
-from jitgrad.trace import report as report_module
+from jitgrad.trace.runtime import report as report_module
 from jitgrad.trace.testing import CountingBackend
 
 

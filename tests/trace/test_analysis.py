@@ -5,9 +5,15 @@ import types
 
 import pytest
 
-from jitgrad.trace.analysis import checkpoints, exn_blocks, is_in_loop, livevars, stack_depths
-from jitgrad.trace.assemble import assemble, code_options
-from jitgrad.trace.instructions import create_instr, create_jump, create_load_const, decode
+from jitgrad.trace.bytecode.analysis import (
+    checkpoints,
+    exn_blocks,
+    is_in_loop,
+    livevars,
+    stack_depths,
+)
+from jitgrad.trace.bytecode.assemble import assemble, code_options
+from jitgrad.trace.bytecode.instructions import create_instr, create_jump, create_load_const, decode
 
 
 def _helper(v):

@@ -12,8 +12,8 @@ import types
 
 import pytest
 
-from jitgrad.trace.assemble import OPTION_KEYS, assemble, code_options, transform_code
-from jitgrad.trace.instructions import (
+from jitgrad.trace.bytecode.assemble import OPTION_KEYS, assemble, code_options, transform_code
+from jitgrad.trace.bytecode.instructions import (
     ExnEntry,
     Instr,
     create_call,

@@ -8,16 +8,16 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.eager.ops.registry import OPS
-from jitgrad.trace import backends
-from jitgrad.trace.backends import (
+from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime import backends
+from jitgrad.trace.runtime.backends import (
     InvalidBackendError,
     eager,
     list_backends,
     lookup_backend,
     register_backend,
 )
-from jitgrad.trace.graph import Graph
-from jitgrad.trace.graph_module import GraphModule
 from jitgrad.trace.testing import CountingBackend
 
 

@@ -4,7 +4,7 @@ import ast
 import pathlib
 
 import jitgrad
-from jitgrad.trace.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
+from jitgrad.trace.breaks.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
 
 ROOT = pathlib.Path(jitgrad.__file__).parent
 

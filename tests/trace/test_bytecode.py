@@ -1,4 +1,4 @@
-"""CPython 3.11 facts in jitgrad.trace.bytecode, checked against the running interpreter
+"""CPython 3.11 facts in jitgrad.trace.bytecode.opcodes, checked against the running interpreter
 (`dis`, real code objects) and against the hand-decoded examples of research/dynamo.md 2."""
 
 import dis
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from jitgrad.trace import bytecode as bc
+from jitgrad.trace.bytecode import opcodes as bc
 
 
 def _sample(x, ctx):

@@ -77,7 +77,7 @@ def test_recompile_reason_names_the_failing_guard():
 
     compiled = jg.compile(f)
     compiled(x8(shape=(4,)))
-    from jitgrad.trace import report as report_module
+    from jitgrad.trace.runtime import report as report_module
 
     output = report_module.ExplainOutput()
     report_module.recorders().append(output)
@@ -283,7 +283,7 @@ def test_a_recompile_reason_names_the_failing_guard_of_every_entry():
     compiled = jg.compile(lambda x, flag: x + 1 if flag == "a" else x - 1)
     compiled(x8(shape=(4,)), "a")
     compiled(x8(shape=(4,)), "b")
-    from jitgrad.trace import report as report_module
+    from jitgrad.trace.runtime import report as report_module
 
     output = report_module.ExplainOutput()
     report_module.recorders().append(output)
@@ -309,7 +309,7 @@ def test_at_the_recompile_limit_the_compiled_entries_keep_running():
                       "matched none: entry 8 of 8: flag: expected 'flag7', got 'flag8'"):
         for i in range(9):
             compiled(x, f"flag{i}")
-    from jitgrad.trace import entry as entry_module
+    from jitgrad.trace.runtime import entry as entry_module
 
     cache = entry_module.cache_of(compiled)
     hits = sum(e.hits for e in cache.entries)

@@ -1,4 +1,4 @@
-"""Symbolic sizes (Note [Symbolic sizes] in jitgrad/trace/symbolic.py): automatic dynamic,
+"""Symbolic sizes (Note [Symbolic sizes] in jitgrad/trace/capture/symbolic.py): automatic dynamic,
 `dynamic=True/False`, `mark_dynamic`, relation guards, specialization, and the checks that
 keep a generic graph from giving a wrong result (Note [Checking a symbolic trace]).
 
@@ -15,7 +15,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - the PyTorch convention
-from jitgrad.trace import entry, report
+from jitgrad.trace.runtime import entry, report
 
 BACKENDS = ["eager", "numba"]
 

@@ -1,5 +1,5 @@
 """Views and in-place writes in compiled code equal eager (Note [Functionalized views] in
-jitgrad/trace/view_writes.py): a view taken before a write to its base, or to another
+jitgrad/trace/capture/view_writes.py): a view taken before a write to its base, or to another
 view of the same base, reads the write and routes its gradient through it, in one graph
 and across a graph break between the view and the write. Backend "eager" here (capture);
 tests/codegen/test_training_semantics.py runs a part of the same table on numba.

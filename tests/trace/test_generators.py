@@ -1,5 +1,5 @@
 """Generators made in compiled code are traced lazily, as CPython runs them (Note
-[Generators] in jitgrad/trace/translator.py): generator expressions and generator functions
+[Generators] in jitgrad/trace/capture/translator.py): generator expressions and generator functions
 feeding sum/min/max/sorted/any/all/list/tuple/zip/next and for loops are captured into the
 graph, their items are computed in eager's order, and any/all/zip/next stop a generator
 where the builtin stops it.

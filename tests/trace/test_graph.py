@@ -15,8 +15,8 @@ import pytest
 import jitgrad as jg
 from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.eager.ops.registry import OPS, OpDef
-from jitgrad.trace.graph import Graph, SourceLocation, describe_value, map_arg
-from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.ir.graph import Graph, SourceLocation, describe_value, map_arg
+from jitgrad.trace.ir.graph_module import GraphModule
 
 MUL, SUM, MATMUL, RELU, SPLIT, ADD = (OPS[n] for n in ("mul", "sum", "matmul", "relu",
                                                        "split", "add"))

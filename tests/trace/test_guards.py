@@ -16,6 +16,19 @@ from hypothesis import strategies as st
 
 import jitgrad as jg
 from jitgrad.eager.tensor import Tensor
+from jitgrad.trace.capture.sources import (
+    AttrSource,
+    BuiltinSource,
+    CellContentsSource,
+    ClosureSource,
+    CodeSource,
+    GlobalSource,
+    GradModeSource,
+    ItemSource,
+    LocalSource,
+    SizeSource,
+    TypeSource,
+)
 from jitgrad.trace.guards import (
     FailedGuard,
     Guard,
@@ -31,19 +44,6 @@ from jitgrad.trace.guards import (
     guard_source,
 )
 from jitgrad.trace.guards.kinds import is_constant
-from jitgrad.trace.sources import (
-    AttrSource,
-    BuiltinSource,
-    CellContentsSource,
-    ClosureSource,
-    CodeSource,
-    GlobalSource,
-    GradModeSource,
-    ItemSource,
-    LocalSource,
-    SizeSource,
-    TypeSource,
-)
 
 X, N, SELF = LocalSource("x"), LocalSource("n"), LocalSource("self")
 AT_12 = GuardLocation("/home/user/project/model.py", 12, "    y = x.reshape(4, -1)")

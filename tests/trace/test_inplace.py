@@ -1,5 +1,5 @@
 """In-place ops inside compiled functions (Note [Functionalized in-place ops] in
-jitgrad/trace/fake.py): values, version counters and identities match eager; refused
+jitgrad/trace/capture/fake.py): values, version counters and identities match eager; refused
 cases break the graph (or run eagerly) with eager's values and errors.
 
 Each test runs the same function compiled and eagerly on equal copies of the inputs.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from jitgrad.trace import report as report_module
+from jitgrad.trace.runtime import report as report_module
 from jitgrad.trace.testing import CountingBackend
 
 
@@ -257,7 +257,7 @@ def write_through_view(x):
 @pytest.mark.parametrize("fn", [views_then_write, write_through_view],
                          ids=lambda f: f.__name__)
 def test_writes_involving_views_are_one_graph_with_eager_values(fn):
-    # Note [Functionalized views] in jitgrad/trace/view_writes.py
+    # Note [Functionalized views] in jitgrad/trace/capture/view_writes.py
     x, x_ref = pair(data(12))
     with watch() as report:
         out = compile_eager(fn)(x)

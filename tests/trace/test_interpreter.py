@@ -8,11 +8,11 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
-from jitgrad.trace.fake import OpRecorder
-from jitgrad.trace.graph import Graph
-from jitgrad.trace.interpreter import Interpreter, Retracer
-from jitgrad.trace.tracing import trace_function
-from jitgrad.trace.variables import tensors_in
+from jitgrad.trace.capture.fake import OpRecorder
+from jitgrad.trace.capture.tracing import trace_function
+from jitgrad.trace.capture.variables import tensors_in
+from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.ir.interpreter import Interpreter, Retracer
 
 
 def step(x, w):

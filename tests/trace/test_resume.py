@@ -9,17 +9,17 @@ import types
 import pytest
 
 import jitgrad
-from jitgrad.trace import bytecode as bc
-from jitgrad.trace.analysis import checkpoints, livevars, stack_depths
-from jitgrad.trace.assemble import transform_code
-from jitgrad.trace.instructions import (
+from jitgrad.trace.breaks.resume import build_resume_code, clear_resume_cache, resume_freevars
+from jitgrad.trace.bytecode import opcodes as bc
+from jitgrad.trace.bytecode.analysis import checkpoints, livevars, stack_depths
+from jitgrad.trace.bytecode.assemble import transform_code
+from jitgrad.trace.bytecode.instructions import (
     create_call,
     create_instr,
     create_load_const,
     create_load_global,
     decode,
 )
-from jitgrad.trace.resume import build_resume_code, clear_resume_cache, resume_freevars
 
 _STOPPED = object()
 

@@ -5,7 +5,7 @@ class with real tensors (never the trace's fake tensors)."""
 import numpy as np
 
 import jitgrad as jg
-from jitgrad.trace.fake import FakeTensor
+from jitgrad.trace.capture.fake import FakeTensor
 
 
 def test_a_returned_namedtuple_holds_real_tensors():

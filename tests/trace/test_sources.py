@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 import jitgrad as jg
-from jitgrad.trace.sources import (
+from jitgrad.trace.capture.sources import (
     AttrSource,
     BuiltinSource,
     CellContentsSource,

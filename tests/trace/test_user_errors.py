@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from jitgrad.trace.graph import Graph, SourceLocation
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.user_lines import add_user_location
+from jitgrad.trace.ir.graph import Graph, SourceLocation
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime.user_lines import add_user_location
 
 
 class Config:

@@ -1,5 +1,5 @@
 """Objects of user classes made in traced code, namedtuples and super() are traced, not
-graph breaks (Note [Objects made in traced code] in jitgrad/trace/user_objects.py):
+graph breaks (Note [Objects made in traced code] in jitgrad/trace/capture/user_objects.py):
 one graph, eager's values, and an object that leaves the graph is rebuilt as eager's."""
 
 import collections

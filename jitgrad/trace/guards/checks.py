@@ -7,6 +7,15 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, cast
 
+from jitgrad.trace.capture.sources import (
+    AttrSource,
+    GlobalSource,
+    ItemSource,
+    Source,
+    describe,
+    render_item_key,
+    render_key,
+)
 from jitgrad.trace.guards.kinds import (
     DenseOrder,
     Guard,
@@ -16,15 +25,6 @@ from jitgrad.trace.guards.kinds import (
     describe_value,
     is_constant,
     readable,
-)
-from jitgrad.trace.sources import (
-    AttrSource,
-    GlobalSource,
-    ItemSource,
-    Source,
-    describe,
-    render_item_key,
-    render_key,
 )
 
 # ----- checks: each guard kind written once -----------------------------------------------

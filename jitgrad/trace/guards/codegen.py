@@ -10,14 +10,14 @@ import types
 from typing import Any
 
 from jitgrad.eager.grad_mode import STATE
-from jitgrad.trace.guards.checks import OTHER, VALUE, Check, checks_of
-from jitgrad.trace.guards.kinds import Guard, GuardKind, format_location, readable
-from jitgrad.trace.sources import (
+from jitgrad.trace.capture.sources import (
     LocalSource,
     Source,
     builtins_of,
     chain,
 )
+from jitgrad.trace.guards.checks import OTHER, VALUE, Check, checks_of
+from jitgrad.trace.guards.kinds import Guard, GuardKind, format_location, readable
 
 # ----- code generation --------------------------------------------------------------------
 # Note [Generated guard function]

@@ -9,19 +9,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from jitgrad.trace.capture.sources import (
+    FrameValues,
+    SizeSource,
+    Source,
+    chain,
+    describe,
+)
 from jitgrad.trace.guards.checks import VALUE, Check, TextOnly, checks_of, mismatch_equals
 from jitgrad.trace.guards.codegen import GuardCodegen, define_function, signature_of
 from jitgrad.trace.guards.kinds import (
     Guard,
     GuardKind,
     format_location,
-)
-from jitgrad.trace.sources import (
-    FrameValues,
-    SizeSource,
-    Source,
-    chain,
-    describe,
 )
 
 # Order of checks on one source: the type first, so later checks read safely.

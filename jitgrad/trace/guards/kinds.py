@@ -15,8 +15,8 @@ import numpy as np
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import symbolic
-from jitgrad.trace.sources import (
+from jitgrad.trace.capture import symbolic
+from jitgrad.trace.capture.sources import (
     AttrSource,
     GlobalSource,
     GradModeSource,
@@ -91,7 +91,7 @@ class TensorMatch(NamedTuple):
 
 
 class SizeRelation(NamedTuple):
-    """`lhs op rhs` between size expressions (jitgrad.trace.symbolic) whose symbols are
+    """`lhs op rhs` between size expressions (jitgrad.trace.capture.symbolic) whose symbols are
     `SizeSource`s: `("size", source)` leaves."""
 
     lhs: Any

@@ -37,10 +37,10 @@ import types
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from jitgrad.trace import bytecode as bc
-from jitgrad.trace.analysis import ExnBlock, exn_blocks, stack_depths
-from jitgrad.trace.assemble import assemble, code_options
-from jitgrad.trace.instructions import (
+from jitgrad.trace.bytecode import opcodes as bc
+from jitgrad.trace.bytecode.analysis import ExnBlock, exn_blocks, stack_depths
+from jitgrad.trace.bytecode.assemble import assemble, code_options
+from jitgrad.trace.bytecode.instructions import (
     ExnEntry,
     Instr,
     create_call,

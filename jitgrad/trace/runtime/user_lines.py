@@ -32,11 +32,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jitgrad import config
-from jitgrad.trace.graph import SourceLocation
+from jitgrad.trace.ir.graph import SourceLocation
 
 LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
                                                            "platlib")})
-JITGRAD_DIR = str(Path(__file__).resolve().parent.parent)
+JITGRAD_DIR = str(Path(__file__).resolve().parents[2])  # jitgrad/trace/runtime/ -> jitgrad/
 _HEADER = "\n\nfrom user code:\n"
 
 # generated file name -> the user's location of each line (index lineno - 1)

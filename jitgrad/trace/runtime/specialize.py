@@ -16,10 +16,10 @@ from typing import Any
 
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, ViewInfo
-from jitgrad.trace import symbolic
-from jitgrad.trace.fake import FakeTensor, OpRecorder, sym_shape
-from jitgrad.trace.graph import Graph, Node, map_arg
-from jitgrad.trace.interpreter import Retracer
+from jitgrad.trace.capture import symbolic
+from jitgrad.trace.capture.fake import FakeTensor, OpRecorder, sym_shape
+from jitgrad.trace.ir.graph import Graph, Node, map_arg
+from jitgrad.trace.ir.interpreter import Retracer
 
 
 class Refused(Exception):  # noqa: N818 - a decision, not a failure

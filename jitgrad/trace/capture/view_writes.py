@@ -17,7 +17,7 @@ eager performs on shared memory becomes new values here:
 Views of `.data`/`.detach()` aliases count as views of the storage they share. A view
 made under no_grad is regenerated as a `detach` of its replay (it never gets a history,
 as in eager). Writes through views eager cannot write (an `expand`, outputs of split,
-chunk or unbind) are refused, so they run eagerly (jitgrad/trace/fake.py).
+chunk or unbind) are refused, so they run eagerly (jitgrad/trace/capture/fake.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from jitgrad.eager.tensor import Tensor, ViewInfo
 from jitgrad.eager.views import replay_backward, replay_forward
 
 if TYPE_CHECKING:
-    from jitgrad.trace.fake import FakeTensor
+    from jitgrad.trace.capture.fake import FakeTensor
 
 
 def unwritable_view(view: ViewInfo) -> str | None:

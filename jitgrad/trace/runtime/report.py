@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad import config
-from jitgrad.trace.unsupported import BreakKind
+from jitgrad.trace.breaks.unsupported import BreakKind
 
 
 @dataclasses.dataclass

@@ -15,8 +15,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from jitgrad.trace import user_lines
-from jitgrad.trace.graph import Graph, generate_python
+from jitgrad.trace.ir.graph import Graph, generate_python
+from jitgrad.trace.runtime import user_lines
 
 _FORWARD_IDS = itertools.count()
 

@@ -24,9 +24,9 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from jitgrad.trace import bytecode as bc
-from jitgrad.trace.analysis import stack_depths
-from jitgrad.trace.instructions import Instr, decode
+from jitgrad.trace.bytecode import opcodes as bc
+from jitgrad.trace.bytecode.analysis import stack_depths
+from jitgrad.trace.bytecode.instructions import Instr, decode
 
 # Keys of a code-options dict: CodeType fields that assembly does not compute.
 OPTION_KEYS = (

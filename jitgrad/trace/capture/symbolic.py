@@ -19,7 +19,7 @@ Duck sizing, as torch's: dynamic dims of equal hint get one symbol, and the guar
 they stay equal; a hint of 0 or 1 is never a symbol (eager treats such dims specially),
 and every symbol is guarded `>= 2`.
 
-A generic graph is run at concrete sizes by `jitgrad.trace.specialize`: its SymInt
+A generic graph is run at concrete sizes by `jitgrad.trace.runtime.specialize`: its SymInt
 arguments are evaluated, its nodes re-run on fakes of the new sizes (every op decides
 again), and each node's shape is checked against the shape the trace predicted for it
 (`sym_shape`); a size the trace read as a constant that now differs refuses the

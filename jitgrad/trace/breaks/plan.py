@@ -10,7 +10,7 @@ entry's runner becomes generated Python that
   3. executes I itself: the call, or the branch on the now-real condition tensor,
   4. returns `resume(stack values..., live locals...)`, where `resume` is a clone of the
      function's code that starts after I (or at the taken branch's target; one resume
-     function per side of a branch), built by `jitgrad.trace.resume`.
+     function per side of a branch), built by `jitgrad.trace.breaks.resume`.
 Resume functions are ordinary functions wrapped in `CompiledFunction`, so they are
 traced, guarded and compiled lazily on their first call and may break again; a break
 inside an inlined callee stops at the caller's CALL, and the callee then runs through
@@ -28,13 +28,13 @@ import types
 from typing import Any
 
 from jitgrad.eager.grad_mode import set_grad_enabled
-from jitgrad.trace import analysis
-from jitgrad.trace.bytecode import binary_op_symbol, line_at, oparg
-from jitgrad.trace.instructions import decode
-from jitgrad.trace.resume import build_resume_code, user_function_name
-from jitgrad.trace.translator import Translator
-from jitgrad.trace.unsupported import BreakKind, Unsupported
-from jitgrad.trace.variables import (
+from jitgrad.trace.breaks.resume import build_resume_code, user_function_name
+from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
+from jitgrad.trace.bytecode import analysis
+from jitgrad.trace.bytecode.instructions import decode
+from jitgrad.trace.bytecode.opcodes import binary_op_symbol, line_at, oparg
+from jitgrad.trace.capture.translator import Translator
+from jitgrad.trace.capture.variables import (
     GradModeExitVar,
     NullVar,
     TensorVar,

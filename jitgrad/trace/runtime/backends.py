@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jitgrad.trace.graph_module import GraphModule
+from jitgrad.trace.ir.graph_module import GraphModule
 
 Backend = Callable[[GraphModule, list], Callable[..., tuple]]
 

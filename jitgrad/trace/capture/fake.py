@@ -23,9 +23,9 @@ source of the same input) sees the write. `.data` and `.detach()` of a traced te
 aliases sharing that storage. For a graph input, the trace records the mutation and the
 runner writes the final value back into the real tensor after the graph ran (numpy copy
 into its storage, version counter advanced by the number of in-place writes, as eager
-does), once per call, before any other replayed side effect (jitgrad/trace/entry.py).
+does), once per call, before any other replayed side effect (jitgrad/trace/runtime/entry.py).
 Views made in the trace follow writes to their base, and writes through them reach it
-(Note [Functionalized views] in jitgrad/trace/view_writes.py).
+(Note [Functionalized views] in jitgrad/trace/capture/view_writes.py).
 Refused, so the instruction runs eagerly at a graph break (or raises eager's error):
 - a write through a view eager restricts (an expanded view, an output of split, chunk or
   unbind), through a `.data`/`.detach()` of a view, or into an input whose real tensor
@@ -70,11 +70,11 @@ from jitgrad.eager.ops.registry import OPS, OpDef, TensorMeta, apply_op
 from jitgrad.eager.ops.shape import expanded_shape
 from jitgrad.eager.symbolic_int import sizes as sym_shape
 from jitgrad.eager.tensor import Size, Tensor, ViewInfo, normalize_dim
-from jitgrad.trace import symbolic
-from jitgrad.trace.graph import Graph
-from jitgrad.trace.graph import Node as GraphNode
-from jitgrad.trace.unsupported import BreakKind, DataDependentError, Unsupported
-from jitgrad.trace.view_writes import regenerated, unwritable_view, views_of, written_base
+from jitgrad.trace.breaks.unsupported import BreakKind, DataDependentError, Unsupported
+from jitgrad.trace.capture import symbolic
+from jitgrad.trace.capture.view_writes import regenerated, unwritable_view, views_of, written_base
+from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.ir.graph import Node as GraphNode
 
 
 class FakeArray(np.ndarray):
@@ -448,7 +448,7 @@ def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = Tru
     """`target` now holds `value` (the functional form of an in-place op); returns target.
 
     A write through a view writes its base; the views of the written base are then
-    regenerated (Note [Functionalized views] in jitgrad/trace/view_writes.py).
+    regenerated (Note [Functionalized views] in jitgrad/trace/capture/view_writes.py).
     check_dtype: refuse results that cannot be cast into target's dtype (arithmetic ops do,
     as in eager; copy_ and fill_ cast anything). Raises RuntimeError for a result whose
     shape is not target's (eager's message), Unsupported for refused writes.
@@ -638,7 +638,7 @@ def _infer_sym_shapes(op: OpDef, outs: Any, inputs: tuple, arrays: tuple,
     one of those plus a constant, or a strided slice's `ceil((size - start) / step)`) that
     takes the same value at both the hints and the probe. A size that stays put is checked
     by every specialization, which compares each node's shape with these predictions
-    (jitgrad.trace.specialize); one that moved and is unexplained makes the trace `opaque`
+    (jitgrad.trace.runtime.specialize); one that moved and is unexplained makes the trace `opaque`
     (it is compiled at exact sizes): it may reach the caller through no node at all (the
     shape of a view handed to a resume function, campaign seed 1031053)."""
     env = symbolic.ShapeEnv.active()

@@ -27,8 +27,10 @@ from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.legacy_types import LegacyTensorType
 from jitgrad.eager.ops import declare
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import bytecode, user_objects
-from jitgrad.trace.fake import (
+from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
+from jitgrad.trace.bytecode import opcodes
+from jitgrad.trace.capture import user_objects
+from jitgrad.trace.capture.fake import (
     FakeArray,
     FakeNumber,
     FakeTensor,
@@ -37,19 +39,8 @@ from jitgrad.trace.fake import (
     recording,
     run_eagerly,
 )
-from jitgrad.trace.graph import Graph
-from jitgrad.trace.guards import (
-    Guard,
-    GuardKind,
-    GuardSet,
-    KeysMatch,
-    LengthMatch,
-    SizeRelation,
-    TensorMatch,
-    dense_order,
-)
-from jitgrad.trace.side_effects import SideEffects
-from jitgrad.trace.sources import (
+from jitgrad.trace.capture.side_effects import SideEffects
+from jitgrad.trace.capture.sources import (
     AttrSource,
     BuiltinSource,
     CellContentsSource,
@@ -62,11 +53,9 @@ from jitgrad.trace.sources import (
     Source,
     TypeSource,
 )
-from jitgrad.trace.symbolic import ShapeEnv
-from jitgrad.trace.translator import MAX_INLINE_DEPTH, Translator
-from jitgrad.trace.unsupported import BreakKind, Unsupported
-from jitgrad.trace.user_lines import JITGRAD_DIR, LIBRARY_DIRS
-from jitgrad.trace.variables import (
+from jitgrad.trace.capture.symbolic import ShapeEnv
+from jitgrad.trace.capture.translator import MAX_INLINE_DEPTH, Translator
+from jitgrad.trace.capture.variables import (
     CellVar,
     ConstVar,
     DictVar,
@@ -79,6 +68,18 @@ from jitgrad.trace.variables import (
     TupleVar,
     Var,
 )
+from jitgrad.trace.guards import (
+    Guard,
+    GuardKind,
+    GuardSet,
+    KeysMatch,
+    LengthMatch,
+    SizeRelation,
+    TensorMatch,
+    dense_order,
+)
+from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.runtime.user_lines import JITGRAD_DIR, LIBRARY_DIRS
 
 _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linalg",
                        "jitgrad.optim.functional")
@@ -363,7 +364,7 @@ class TraceContext:
         Raises Unsupported when a written input shares memory with another input (two
         tensor objects over one array, e.g. `x` and `x.detach()`): the graph would read the
         other one's old values. Checked at trace time only; see Note [Functionalized
-        in-place ops] in jitgrad/trace/fake.py.
+        in-place ops] in jitgrad/trace/capture/fake.py.
         """
         found = []
         inputs = [self._input_fakes[s].storage.input_tensor() for s in self.input_sources
@@ -600,7 +601,7 @@ class TraceContext:
                               f"calls nested more than {MAX_INLINE_DEPTH} "
                               "deep (recursion?)")
         code = fn.code
-        if code.co_flags & bytecode.COROUTINE_FLAGS:
+        if code.co_flags & opcodes.COROUTINE_FLAGS:
             raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"call to the coroutine {code.co_name}()",
                               "coroutines are not traced")
         locals_ = bind_arguments(code, fn.defaults, fn.kwdefaults, args, kwargs)
@@ -608,7 +609,7 @@ class TraceContext:
         if global_source is None and fn.globals is tx.f_globals:
             global_source = tx.global_source
         child = Translator(self, code, fn.globals, locals_, cells, tx.depth + 1, global_source)
-        if code.co_flags & bytecode.GENERATOR_FLAG:  # run lazily (Note [Generators])
+        if code.co_flags & opcodes.GENERATOR_FLAG:  # run lazily (Note [Generators])
             return GeneratorVar(frame=child)
         location = self.recorder.location
         result = child.run()

@@ -8,7 +8,7 @@ node's value afterwards.
 
 `Retracer` runs a graph again on fake tensors under an op recorder, so the ops record a
 new graph and decide again on the new fakes: the joint forward/backward graph
-(jitgrad/codegen/autograd.py), a graph at concrete sizes (jitgrad/trace/specialize.py).
+(jitgrad/codegen/autograd.py), a graph at concrete sizes (jitgrad/trace/runtime/specialize.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.fake import FakeNumber, FakeTensor, OpRecorder, recording
-from jitgrad.trace.graph import Graph, Node, map_arg
+from jitgrad.trace.capture.fake import FakeNumber, FakeTensor, OpRecorder, recording
+from jitgrad.trace.ir.graph import Graph, Node, map_arg
 
 
 class Interpreter:

@@ -15,7 +15,7 @@ An entry's runner is generated Python with the user function's own signature:
 so the compiled path costs one guard call plus one runner call.
 
 Where tracing meets code it cannot capture, the entry breaks the graph there and
-continues in a resume function (jitgrad/trace/breaks.py, Note [Graph break protocol]);
+continues in a resume function (jitgrad/trace/breaks/plan.py, Note [Graph break protocol]);
 frames whose break cannot be resumed run eagerly, with the reason recorded once as the
 frame outcome; `fullgraph=True` raises `CompileError` instead, before any user code ran.
 A trace that fails on the user's own mistake is decided by running the frame eagerly,
@@ -42,20 +42,21 @@ from typing import Any, Protocol
 from jitgrad import config
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.views import rebuild_view
-from jitgrad.trace import breaks, report, side_effects, symbolic, user_lines, user_objects
-from jitgrad.trace.backends import lookup_backend
-from jitgrad.trace.calls import grad_mode_decorated
-from jitgrad.trace.dynamic import SymbolicGraph, signature, size_expr
-from jitgrad.trace.fake import FakeNumber, number_tensor, view_base
-from jitgrad.trace.graph import SourceLocation
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
-from jitgrad.trace.resume import clear_resume_cache
-from jitgrad.trace.sources import FrameValues, LocalSource, SizeSource, Source, builtins_of
-from jitgrad.trace.specialize import Refused
-from jitgrad.trace.tracing import SizePolicy, TraceResult, is_user_code, trace_function
-from jitgrad.trace.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
-from jitgrad.trace.variables import (
+from jitgrad.trace.breaks.plan import (
+    BreakPlan,
+    emit_break,
+    plan_break,
+    resume_function,
+    tensors_at_break,
+)
+from jitgrad.trace.breaks.resume import clear_resume_cache
+from jitgrad.trace.breaks.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
+from jitgrad.trace.capture import side_effects, symbolic, user_objects
+from jitgrad.trace.capture.calls import grad_mode_decorated
+from jitgrad.trace.capture.fake import FakeNumber, number_tensor, view_base
+from jitgrad.trace.capture.sources import FrameValues, LocalSource, SizeSource, Source, builtins_of
+from jitgrad.trace.capture.tracing import SizePolicy, TraceResult, is_user_code, trace_function
+from jitgrad.trace.capture.variables import (
     BoundMethodVar,
     ConstVar,
     DictVar,
@@ -69,6 +70,13 @@ from jitgrad.trace.variables import (
     Var,
     tensors_in,
 )
+from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
+from jitgrad.trace.ir.graph import SourceLocation
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime import report, user_lines
+from jitgrad.trace.runtime.backends import lookup_backend
+from jitgrad.trace.runtime.dynamic import SymbolicGraph, signature, size_expr
+from jitgrad.trace.runtime.specialize import Refused
 
 
 class CompileError(RuntimeError):
@@ -436,7 +444,7 @@ class CompiledFunction:
         except Unsupported as err:
             if self._fullgraph:
                 raise
-            plan = breaks.plan_break(fn, err)  # raises Unsupported when not resumable
+            plan = plan_break(fn, err)  # raises Unsupported when not resumable
             result = _trace(fn, args, kwargs, stop_at=plan.offset, dynamic_numbers=dynamic,
                             sizes=sizes)
             break_reason = _break_reason(err)
@@ -477,7 +485,7 @@ class CompiledFunction:
         report.record_time("guards", done - backend_done)
         return CacheEntry(guard, run, result, graph_module, guard_source, compiled)
 
-    def _build_runner(self, result: TraceResult, plan: breaks.BreakPlan | None, graph: Any,
+    def _build_runner(self, result: TraceResult, plan: BreakPlan | None, graph: Any,
                       compiled: Callable[..., Any]) -> Runner:
         fn = self._function
         env = _RunnerEnv(fn, result.shape_env)
@@ -520,7 +528,7 @@ class CompiledFunction:
                 refused.location = stopped.location()
                 raise refused
             try:
-                body = replay + breaks.emit_break(
+                body = replay + emit_break(
                     stopped, plan, expr,
                     lambda *spec: _named_const(env, self._resume(*spec)),
                     lambda var: self._trampoline(var, env), env.const)
@@ -536,7 +544,7 @@ class CompiledFunction:
         """The compiled resume function for one break target (made once per target)."""
         key = (offset, n_stack, tuple(names), with_blocks, null_slots)
         if key not in self._resumes:
-            fn = breaks.resume_function(self._function, offset, n_stack, names, with_blocks,
+            fn = resume_function(self._function, offset, n_stack, names, with_blocks,
                                         null_slots)
             config.logger("bytecode").info("%s", dis.Bytecode(fn.__code__).dis())
             # numbers handed over on the stack (e.g. a `.item()` result) are graph inputs
@@ -584,11 +592,11 @@ class CompiledFunction:
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
 
 
-def _graph_of(result: TraceResult, plan: breaks.BreakPlan | None) -> Any:
+def _graph_of(result: TraceResult, plan: BreakPlan | None) -> Any:
     """The trace's graph with its outputs: what the runner needs of the graph."""
     if plan is not None:
         assert result.stopped_at is not None, "a break plan comes with the trace stopped at it"
-        tensors = breaks.tensors_at_break(result.stopped_at, plan)
+        tensors = tensors_at_break(result.stopped_at, plan)
     else:
         assert result.output is not None, "a trace that did not stop returned a value"
         tensors = tensors_in(result.output)
@@ -702,7 +710,7 @@ def _user_stacklevel() -> int:
 
 
 _RUNNER_IDS = itertools.count()
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))  # jitgrad/
 
 
 # ----- the graph's outputs and the runner -------------------------------------------------

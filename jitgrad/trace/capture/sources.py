@@ -317,7 +317,7 @@ class CellContentsSource(Source):
 @dataclass(frozen=True, slots=True)
 class SizeSource(Source):
     """`base.shape[dim]`: one size of a tensor, a symbol of a trace where that dim is
-    dynamic (Note [Symbolic sizes] in jitgrad/trace/symbolic.py)."""
+    dynamic (Note [Symbolic sizes] in jitgrad/trace/capture/symbolic.py)."""
 
     base: Source
     dim: int

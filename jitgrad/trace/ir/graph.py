@@ -46,7 +46,7 @@ import numpy as np
 
 from jitgrad.eager.ops.registry import OpDef, TensorMeta
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import symbolic
+from jitgrad.trace.capture import symbolic
 
 OPCODES = ("placeholder", "call_function", "get_attr", "output")
 

@@ -8,7 +8,7 @@ serves later reads of the same place from the record; the entry's runner replays
 right after the graph runs (and before the native instruction of a graph break), so
 each happens exactly once per call, in order, with the values the graph computed.
 In-place writes into input tensors are not recorded here but are functionalized
-(Note [Functionalized in-place ops] in jitgrad/trace/fake.py); the runner applies them
+(Note [Functionalized in-place ops] in jitgrad/trace/capture/fake.py); the runner applies them
 with `write_back` before this replay.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.trace.sources import Source
-from jitgrad.trace.variables import ConstVar, DictVar, ListVar, ObjectVar, Var
+from jitgrad.trace.capture.sources import Source
+from jitgrad.trace.capture.variables import ConstVar, DictVar, ListVar, ObjectVar, Var
 
 
 class SideEffects:
@@ -106,7 +106,7 @@ class SideEffects:
 def write_back(target: Any, value: Any, writes: int) -> None:
     """Copy a graph's final value of a mutated input into the real tensor's storage and
     advance its version counter by the trace's in-place writes (Note [Functionalized
-    in-place ops] in jitgrad/trace/fake.py). A backward that saved the value saved, in
+    in-place ops] in jitgrad/trace/capture/fake.py). A backward that saved the value saved, in
     eager, the real tensor: the value's counter follows the real tensor's from now on, so
     a later write to it raises "modified by an inplace operation" there too."""
     if value is not target:

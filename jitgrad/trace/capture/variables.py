@@ -12,7 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from jitgrad.trace.fake import FakeTensor
+from jitgrad.trace.capture.fake import FakeTensor
 
 
 @dataclass(eq=False)
@@ -67,7 +67,7 @@ class ObjectVar(Var):
     `self`, so reads through it keep obj's source rather than `obj.method.__self__`).
     factory: for an object made in the trace (a layer built in forward), `(cls, args,
     kwargs)` that build it again each time it leaves the graph (Note [Modules made in
-    traced code] in jitgrad/trace/calls.py).
+    traced code] in jitgrad/trace/capture/calls.py).
     """
 
     value: Any

@@ -1,7 +1,7 @@
 """The symbolic bytecode interpreter: one handler per CPython 3.11 opcode.
 
 `Translator` walks a code object's instructions (`dis.get_instructions`: caches hidden,
-EXTENDED_ARG folded) over a stack of `Var`s (jitgrad/trace/variables.py). Python-level
+EXTENDED_ARG folded) over a stack of `Var`s (jitgrad/trace/capture/variables.py). Python-level
 values known at trace time are computed for real; tensors are `FakeTensor`s, and every op
 on them runs the real jitgrad function under the op recorder, which adds graph nodes.
 User functions are inlined by a child Translator (`calls.py`). Anything it cannot model
@@ -21,12 +21,11 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from jitgrad.trace import calls
-from jitgrad.trace.bytecode import binary_op_symbol, oparg
-from jitgrad.trace.graph import SourceLocation
-from jitgrad.trace.resume import user_function_name
-from jitgrad.trace.unsupported import BreakKind, Unsupported
-from jitgrad.trace.variables import (
+from jitgrad.trace.breaks.resume import user_function_name
+from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
+from jitgrad.trace.bytecode.opcodes import binary_op_symbol, oparg
+from jitgrad.trace.capture import calls
+from jitgrad.trace.capture.variables import (
     CellVar,
     ConstVar,
     DictVar,
@@ -40,6 +39,7 @@ from jitgrad.trace.variables import (
     TupleVar,
     Var,
 )
+from jitgrad.trace.ir.graph import SourceLocation
 
 MAX_INSTRUCTIONS = 100_000  # per traced frame, unrolled loops included
 MAX_INLINE_DEPTH = 32

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jitgrad.trace import bytecode as bc
+from jitgrad.trace.bytecode import opcodes as bc
 
 _MISSING: Any = object()
 

@@ -48,9 +48,9 @@ import types
 import weakref
 from typing import Any
 
-from jitgrad.trace.sources import AttrSource
-from jitgrad.trace.unsupported import BreakKind, Unsupported
-from jitgrad.trace.variables import (
+from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
+from jitgrad.trace.capture.sources import AttrSource
+from jitgrad.trace.capture.variables import (
     CellVar,
     ConstVar,
     DictVar,

@@ -9,7 +9,7 @@ A symbolic trace runs eager's ops on concrete sizes, so an op that turned a size
 plain number inside its own code (a constant computed from a shape) would bake it into
 the graph without any guard. Two checks keep that from giving a wrong result:
 - every specialization re-runs the graph's ops at the new sizes and refuses when a node's
-  shape differs from the trace's prediction (jitgrad/trace/specialize.py);
+  shape differs from the trace's prediction (jitgrad/trace/runtime/specialize.py);
 - a new entry is *provisional* until it has met a second set of sizes: that call also
   traces the function exactly at its sizes, and the entry is kept only if the exact
   graph equals the generic one evaluated there, node for node (ops, arguments,
@@ -26,12 +26,13 @@ import numpy as np
 
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Size, Tensor
-from jitgrad.trace import report, symbolic
-from jitgrad.trace.fake import number_tensor, run_eagerly
-from jitgrad.trace.graph import Graph, map_arg
-from jitgrad.trace.graph_module import GraphModule
-from jitgrad.trace.sources import SizeSource, Source
-from jitgrad.trace.specialize import Refused, specialize
+from jitgrad.trace.capture import symbolic
+from jitgrad.trace.capture.fake import number_tensor, run_eagerly
+from jitgrad.trace.capture.sources import SizeSource, Source
+from jitgrad.trace.ir.graph import Graph, map_arg
+from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime import report
+from jitgrad.trace.runtime.specialize import Refused, specialize
 
 
 class SymbolicGraph:

@@ -19,11 +19,11 @@ from jitgrad.eager import grad_mode
 from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import undone_draws
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace import disabled, symbolic, user_objects
-from jitgrad.trace.fake import FakeNumber, FakeTensor
-from jitgrad.trace.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
-from jitgrad.trace.unsupported import BreakKind, Unsupported
-from jitgrad.trace.variables import (
+from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
+from jitgrad.trace.capture import symbolic, user_objects
+from jitgrad.trace.capture.fake import FakeNumber, FakeTensor
+from jitgrad.trace.capture.sources import AttrSource, CellContentsSource, ItemSource, TypeSource
+from jitgrad.trace.capture.variables import (
     BoundMethodVar,
     ConstVar,
     DictVar,
@@ -42,6 +42,7 @@ from jitgrad.trace.variables import (
     UserObjectVar,
     Var,
 )
+from jitgrad.trace.runtime import disabled
 
 _GRAD_MODE_MANAGERS = {grad_mode.no_grad: False, grad_mode.enable_grad: True}
 # the code of every function made by `@no_grad()` / `@enable_grad()` used as a decorator
@@ -246,7 +247,7 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
         if inplace and isinstance(args[0], TensorVar) and not isinstance(args[0].fake,
                                                                          FakeNumber):
             # `x += y` on a tensor: Tensor.__iadd__, functionalized on a traced tensor
-            # (Note [Functionalized in-place ops] in jitgrad/trace/fake.py)
+            # (Note [Functionalized in-place ops] in jitgrad/trace/capture/fake.py)
             fn = getattr(operator, f"i{fn.__name__.rstrip('_')}")
         return run_real(tx, fn, [to_python(tx, a) for a in args], {})
     if any(isinstance(a, (ListVar, TupleVar)) for a in args) and fn in (operator.add,

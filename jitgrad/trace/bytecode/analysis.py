@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitgrad.trace import bytecode as bc
-from jitgrad.trace.instructions import Instr
+from jitgrad.trace.bytecode import opcodes as bc
+from jitgrad.trace.bytecode.instructions import Instr
 
 _READS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_CLASSDEREF",
                     "DELETE_FAST", "DELETE_DEREF"})
