@@ -11,11 +11,15 @@ dimensions, 0-d tensors, Python numbers. Each group is promoted on its own; a gr
 lower priority only changes the result when it belongs to a higher *category*
 (bool < integer < floating). Python floats stand for the default dtype (float32), Python
 ints for int64.
+
+A Python number written into a tensor (fill_, full, masked_fill) becomes an element of the
+tensor's dtype by `scalar_as`, with c10::checked_convert's overflow check.
 """
 
 from __future__ import annotations
 
-from typing import cast
+import math
+from typing import Any, cast
 
 import numpy as np
 
@@ -186,3 +190,41 @@ def result_type_of(dim_dtype: dtype | None, zero_dim_dtype: dtype | None,
         assert cached is not None, "result_type needs at least one operand"
         _PROMOTION_CACHE[key] = cached
     return cached
+
+
+# the names c10::checked_convert gives dtypes in its overflow error
+_CONVERT_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                       "int64": "int64_t", "float16": "c10::Half", "float32": "float",
+                       "float64": "double"}
+
+
+def checked_scalar(value: Any, np_dtype: np.dtype) -> None:
+    """Raise PyTorch's RuntimeError when the Python number `value` overflows `np_dtype`, as
+    c10::checked_convert does where a scalar becomes a tensor's element (fill_, full,
+    masked_fill): a finite float beyond the float dtype's range (inf and NaN convert), an
+    integer outside a signed dtype's range, or beyond ±max of an unsigned one (-1 into
+    uint8 wraps to 255, as PyTorch keeps for compatibility). bool takes anything."""
+    kind = np_dtype.kind
+    if kind == "b" or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return
+    if kind == "f":
+        if not math.isfinite(value):
+            return
+        with np.errstate(over="ignore"):
+            converted = np.asarray(value, dtype=np.float64).astype(np_dtype)
+        overflow = not np.isfinite(converted)
+    else:
+        info = np.iinfo(np_dtype)
+        low = -int(info.max) if kind == "u" else int(info.min)
+        overflow = not (math.isfinite(value) and low <= value <= info.max)
+    if overflow:
+        raise RuntimeError(f"value cannot be converted to type {_CONVERT_TYPE_NAMES[np_dtype.name]}"
+                           f" without overflow: {value!r} is outside its range; use a wider "
+                           "dtype")
+
+
+def scalar_as(value: Any, np_dtype: np.dtype) -> Any:
+    """The Python number `value` as an element of `np_dtype` (`checked_scalar` first; a
+    float into an integer dtype truncates, -1 into uint8 wraps, as PyTorch converts)."""
+    checked_scalar(value, np_dtype)
+    return np.asarray(value).astype(np_dtype)[()]

@@ -37,6 +37,7 @@ from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import AccumulateGrad, Edge, Node
 from jitgrad.eager.tensor import Tensor, gradient_edge
+from jitgrad.eager.xp import TENSOR, sum_to
 
 WARN_CREATE_GRAPH = (
     "Using backward() with create_graph=True will create a reference cycle between the "
@@ -260,22 +261,6 @@ class GraphTask:
         return tuple(fixed)
 
 
-def sum_to(grad: np.ndarray, shape: tuple[int, ...], node: Node | None = None,
-           index: int = 0) -> np.ndarray:
-    """Sum a broadcast gradient down to `shape`. Raises RuntimeError if not broadcastable."""
-    lead = grad.ndim - len(shape)
-    if lead < 0 or any(s != 1 and s != g for s, g in zip(shape, grad.shape[lead:], strict=True)):
-        name = node.name() if node is not None else "backward"
-        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - "
-                           f"got {list(grad.shape)} but expected shape compatible with "
-                           f"{list(shape)}")
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
-                                     if s == 1 and grad.shape[lead + i] != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
-
-
 def validate_tensor_grad(node: Any, i: int, grad: Any, shape: tuple[int, ...],
                          np_dtype: np.dtype) -> Tensor:
     """A Tensor gradient for input `i` of `node`: summed to `shape`, cast to `np_dtype`.
@@ -284,14 +269,12 @@ def validate_tensor_grad(node: Any, i: int, grad: Any, shape: tuple[int, ...],
     backward graphs, which run it on fake tensors). Raises RuntimeError when the
     gradient's shape does not broadcast to `shape` (naming `node.name()`).
     """
-    from jitgrad.eager import xp
-
     grad = grad if isinstance(grad, Tensor) else Tensor._make(np.asarray(grad))
     if grad._data.shape != shape:
         sum_to(np.empty(grad._data.shape, dtype=np.bool_), shape, node, i)  # shape check only
-        grad = xp.TENSOR.sum_to(grad, shape)
+        grad = TENSOR.sum_to(grad, shape)
     if grad._data.dtype != np_dtype:
-        grad = xp.TENSOR.cast(grad, np_dtype)
+        grad = TENSOR.cast(grad, np_dtype)
     return grad
 
 
@@ -344,9 +327,7 @@ def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> Non
     current = variable._grad
     if create_graph:
         if current is None:
-            from jitgrad.eager import xp
-
-            variable._grad = xp.TENSOR.clone(grad) if grad._requires_grad else grad.detach().clone()
+            variable._grad = TENSOR.clone(grad) if grad._requires_grad else grad.detach().clone()
         else:
             variable._grad = current + grad
     elif current is None:

@@ -178,7 +178,8 @@ class Node:
 
     def __call__(self, *grads: Any) -> tuple[Any, ...]:
         """Apply the backward formula directly (no engine: broadcast gradients stay unreduced)."""
-        from jitgrad.eager.tensor import Tensor, as_tensor
+        from jitgrad.eager.ops._binary import as_tensor
+        from jitgrad.eager.tensor import Tensor
 
         arrays = [None if g is None else as_tensor(g)._data for g in grads]
         results = self.apply(arrays, create_graph=False)
@@ -228,9 +229,10 @@ class SavedValues:
 
     def _raise_modified(self, node: Node, i: int, output: Callable[[int], Tensor]) -> None:
         value = self.values[i]
-        from jitgrad.eager.tensor import Tensor
-
-        t = value if isinstance(value, Tensor) else output(0)
+        # a value whose counter changed is a saved Tensor or the saved output's array (a
+        # numpy scalar for some 0-d results); Tensor is a layer above (Note [Eager layers])
+        saved_tensor = not isinstance(value, (np.ndarray, np.generic))
+        t = value if saved_tensor else output(0)
         version, expected = t._version, self.versions[i]
         follows = (self.counters[i] or t._version_counter()).written_follower()
         if follows is not None:  # eager saved the caller's tensor (VersionCounter.follows)
@@ -244,7 +246,7 @@ class SavedValues:
                 grad_fn = None
         where = "a leaf Tensor" if grad_fn is None else \
             f"output 0 of {forward_name(grad_fn.name())}"
-        if not isinstance(value, Tensor) and follows is None:
+        if not saved_tensor and follows is None:
             where = f"output 0 of {forward_name(node.name())}"
         raise modified_error(t, where, version, expected)
 

@@ -543,22 +543,4 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad:
     return acc
 
 
-def as_tensor_operand(x: Any) -> Any:
-    """Pass Tensors and Python numbers through; turn arrays and sequences into Tensors."""
-    if isinstance(x, (Tensor, bool, int, float)):
-        return x
-    from jitgrad.eager.ops.creation import tensor
-
-    return tensor(x)
-
-
-def as_tensor(x: Any) -> Tensor:
-    """`x` as a Tensor, wrapping numbers, sequences and arrays (no copy for Tensors)."""
-    if isinstance(x, Tensor):
-        return x
-    from jitgrad.eager.ops.creation import tensor
-
-    return tensor(x)
-
-
-__all__ = ["Tensor", "Size", "device", "ViewInfo", "gradient_edge", "as_tensor", "STATE"]
+__all__ = ["Tensor", "Size", "device", "ViewInfo", "gradient_edge", "STATE"]

@@ -9,14 +9,24 @@ below, so one formula runs on three kinds of values:
   names).
 Both namespaces here define exactly the same names; `tests/eager/test_xp.py` checks it.
 Dims are tuples of non-negative ints; shapes are tuples.
+
+This module is in eager's lowest layer (Note [Eager layers] in tensor_methods.py): the
+array kernels that an op's forward shares with NUMPY (matmul, sum_to, the accumulating
+scans, embedding's row index-add, conv's windows) are defined here, where both reach
+them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import special
+
+if TYPE_CHECKING:
+    from jitgrad.eager.node import Node
+
+Pair = tuple[int, int]
 
 
 def _keep_dtype(out: Any, x: Any) -> Any:
@@ -33,6 +43,84 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         rows = int(np.prod(a.shape[:-1]))  # not -1: a may be empty
         return np.matmul(a.reshape(rows, a.shape[-1]), b).reshape(*a.shape[:-1], b.shape[-1])
     return np.matmul(a, b)
+
+
+def sum_to(grad: np.ndarray, shape: tuple[int, ...], node: Node | None = None,
+           index: int = 0) -> np.ndarray:
+    """Sum a broadcast gradient down to `shape`. Raises RuntimeError if not broadcastable
+    (naming `node`, whose gradient for input `index` it is)."""
+    lead = grad.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != g for s, g in zip(shape, grad.shape[lead:], strict=True)):
+        name = node.name() if node is not None else "backward"
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index {index} - "
+                           f"got {list(grad.shape)} but expected shape compatible with "
+                           f"{list(shape)}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                     if s == 1 and grad.shape[lead + i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+def scan_accumulating(scan: Any, x: np.ndarray, dim: int, out_dtype: Any = None) -> np.ndarray:
+    """`scan` (np.add.accumulate or np.multiply.accumulate) along `dim`, float16/float32
+    accumulated in float64 and rounded once at the end, as PyTorch's CPU kernels accumulate
+    (acc_type): a float32 cumsum of 2^25 ones ends at 2^25, not at 2^24 where float32 steps
+    stop adding 1. Narrow ints and bool widen to 64 bits as in np.cumsum. The ufunc method,
+    not np.cumsum, so numpy's inf * 0 warnings come from a jitgrad module (silenced in
+    jitgrad/eager/__init__.py)."""
+    if out_dtype is None and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
+        out_dtype = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
+    result_dtype = np.dtype(out_dtype or x.dtype)
+    if result_dtype.kind == "f" and result_dtype.itemsize < 8:
+        return scan(x, axis=dim, dtype=np.float64).astype(result_dtype)
+    return scan(x, axis=dim, dtype=out_dtype)
+
+
+def embedding_backward_forward(g: np.ndarray, indices: np.ndarray, num_weights: int
+                               ) -> np.ndarray:
+    """(num_weights, dim) zeros with each row of g (indices.shape + (dim,)) added into the
+    row its id names; repeated ids accumulate (numpy's `add.at`)."""
+    out = np.zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
+    # the row count is spelled out: -1 is ambiguous when a row is empty (dim 0)
+    np.add.at(out, indices.reshape(-1), g.reshape((indices.size,) + out.shape[1:]))
+    return out
+
+
+def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
+    """Number of windows along one dim of `size` (no padding; ops/conv.py)."""
+    return (size - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _windows(x: np.ndarray, kernel: Pair, stride: Pair, dilation: Pair) -> np.ndarray:
+    """The (N, OH, OW, C, kh, kw) windows as a strided view of x (N, C, H, W)."""
+    n, c, _, _ = x.shape
+    sn, sc, sh, sw = x.strides
+    oh = output_size(x.shape[2], kernel[0], stride[0], dilation[0])
+    ow = output_size(x.shape[3], kernel[1], stride[1], dilation[1])
+    return np.lib.stride_tricks.as_strided(
+        x, shape=(n, oh, ow, c, kernel[0], kernel[1]),
+        strides=(sn, sh * stride[0], sw * stride[1], sc, sh * dilation[0], sw * dilation[1]),
+        writeable=False)
+
+
+def unfold_forward(x: np.ndarray, kernel: Pair, stride: Pair, dilation: Pair) -> np.ndarray:
+    """unfold2d's forward: the windows of x (N, C, H, W), a contiguous (N, OH, OW, C, kh, kw)."""
+    return np.ascontiguousarray(_windows(x, kernel, stride, dilation))
+
+
+def fold_forward(patches: np.ndarray, shape: tuple[int, ...], kernel: Pair, stride: Pair,
+                 dilation: Pair) -> np.ndarray:
+    """fold2d's forward: windows (N, OH, OW, C, kh, kw) added into zeros of `shape`."""
+    out = np.zeros(shape, dtype=patches.dtype)
+    _, oh, ow, _, _, _ = patches.shape
+    as_channels_first = patches.transpose(0, 3, 4, 5, 1, 2)  # (N, C, kh, kw, OH, OW)
+    for i in range(kernel[0]):  # one strided slice-add per kernel position
+        rows = slice(i * dilation[0], i * dilation[0] + stride[0] * (oh - 1) + 1, stride[0])
+        for j in range(kernel[1]):
+            cols = slice(j * dilation[1], j * dilation[1] + stride[1] * (ow - 1) + 1, stride[1])
+            out[:, :, rows, cols] += as_channels_first[:, :, i, j]
+    return out
 
 
 class NumpyNamespace:
@@ -112,8 +200,6 @@ class NumpyNamespace:
 
     @staticmethod
     def sum_to(x: Any, shape: tuple[int, ...]) -> Any:
-        from jitgrad.eager.engine import sum_to
-
         return sum_to(np.asarray(x), tuple(shape))
 
     @staticmethod
@@ -155,8 +241,6 @@ class NumpyNamespace:
     @staticmethod
     def embedding_backward(g: Any, indices: Any, num_weights: int) -> Any:
         """Rows of g added into (num_weights, dim) zeros at their ids (duplicates add)."""
-        from jitgrad.eager.ops.nn_ops import embedding_backward_forward
-
         return embedding_backward_forward(g, np.asarray(indices), num_weights)
 
     @staticmethod
@@ -193,14 +277,10 @@ class NumpyNamespace:
 
     @staticmethod
     def cumsum(x: Any, dim: int) -> Any:
-        from jitgrad.eager.ops.sorting import scan_accumulating
-
         return scan_accumulating(np.add.accumulate, np.asarray(x), dim)
 
     @staticmethod
     def cumprod(x: Any, dim: int) -> Any:
-        from jitgrad.eager.ops.sorting import scan_accumulating
-
         return scan_accumulating(np.multiply.accumulate, np.asarray(x), dim)
 
     @staticmethod
@@ -229,16 +309,12 @@ class NumpyNamespace:
     def unfold2d(x: Any, kernel: tuple[int, int], stride: tuple[int, int],
                  dilation: tuple[int, int]) -> Any:
         """Windows of x (N, C, H, W) -> (N, OH, OW, C, kh, kw) (jitgrad.eager.ops.conv)."""
-        from jitgrad.eager.ops.conv import unfold_forward
-
         return unfold_forward(np.asarray(x), kernel, stride, dilation)
 
     @staticmethod
     def fold2d(patches: Any, shape: tuple[int, ...], kernel: tuple[int, int],
                stride: tuple[int, int], dilation: tuple[int, int]) -> Any:
         """Windows (N, OH, OW, C, kh, kw) summed back into zeros of `shape` (N, C, H, W)."""
-        from jitgrad.eager.ops.conv import fold_forward
-
         return fold_forward(np.asarray(patches), shape, kernel, stride, dilation)
 
 

@@ -7,14 +7,14 @@ numpy arrays) becomes a Tensor first.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from jitgrad.eager import dtypes
+from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.registry import OpDef, apply_op
-from jitgrad.eager.tensor import Tensor, as_tensor_operand
+from jitgrad.eager.tensor import Tensor
 
 _WEAK_SCALAR_DTYPES = {"b": lambda: dtypes.bool_, "i": lambda: dtypes.int64,
                        "f": dtypes.get_default_dtype}
@@ -28,44 +28,6 @@ SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "
 C_TYPE_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
                 "int16": "short int", "int32": "int", "int64": "long int",
                 "float16": "c10::Half", "float32": "float", "float64": "double"}
-
-
-# the names c10::checked_convert gives dtypes in its overflow error
-_CONVERT_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-                       "int64": "int64_t", "float16": "c10::Half", "float32": "float",
-                       "float64": "double"}
-
-
-def checked_scalar(value: Any, np_dtype: np.dtype) -> None:
-    """Raise PyTorch's RuntimeError when the Python number `value` overflows `np_dtype`, as
-    c10::checked_convert does where a scalar becomes a tensor's element (fill_, full,
-    masked_fill): a finite float beyond the float dtype's range (inf and NaN convert), an
-    integer outside a signed dtype's range, or beyond ±max of an unsigned one (-1 into
-    uint8 wraps to 255, as PyTorch keeps for compatibility). bool takes anything."""
-    kind = np_dtype.kind
-    if kind == "b" or not isinstance(value, (int, float)) or isinstance(value, bool):
-        return
-    if kind == "f":
-        if not math.isfinite(value):
-            return
-        with np.errstate(over="ignore"):
-            converted = np.asarray(value, dtype=np.float64).astype(np_dtype)
-        overflow = not np.isfinite(converted)
-    else:
-        info = np.iinfo(np_dtype)
-        low = -int(info.max) if kind == "u" else int(info.min)
-        overflow = not (math.isfinite(value) and low <= value <= info.max)
-    if overflow:
-        raise RuntimeError(f"value cannot be converted to type {_CONVERT_TYPE_NAMES[np_dtype.name]}"
-                           f" without overflow: {value!r} is outside its range; use a wider "
-                           "dtype")
-
-
-def scalar_as(value: Any, np_dtype: np.dtype) -> Any:
-    """The Python number `value` as an element of `np_dtype` (`checked_scalar` first; a
-    float into an integer dtype truncates, -1 into uint8 wraps, as PyTorch converts)."""
-    checked_scalar(value, np_dtype)
-    return np.asarray(value).astype(np_dtype)[()]
 
 
 def not_implemented_for(kernel: str, dtype: np.dtype | dtypes.dtype) -> NotImplementedError:
@@ -164,6 +126,20 @@ def broadcast_error(name: str, shapes: list[tuple[int, ...]]) -> RuntimeError:
     return RuntimeError(f"{name}: shapes {named} are not broadcastable")
 
 
+def as_tensor_operand(x: Any) -> Any:
+    """Pass Tensors and Python numbers through; turn arrays and sequences into Tensors."""
+    if isinstance(x, (Tensor, bool, int, float)):
+        return x
+    return tensor(x)
+
+
+def as_tensor(x: Any) -> Tensor:
+    """`x` as a Tensor, wrapping numbers, sequences and arrays (no copy for Tensors)."""
+    if isinstance(x, Tensor):
+        return x
+    return tensor(x)
+
+
 def shapes_of(*operands: Any) -> list[tuple[int, ...]]:
     """The shapes of the operands (a Python number counts as 0-d)."""
     return [x._data.shape if isinstance(x, Tensor) else () for x in operands]
@@ -207,8 +183,6 @@ def binary(op: OpDef, a: Any, b: Any, *, to_float: bool = False, compute_dtype: 
 def unary(op: OpDef, x: Any, *, to_float: bool = False, **params: Any) -> Tensor:
     """Apply a unary op; `to_float` casts integer/bool inputs to the default float dtype."""
     if not isinstance(x, Tensor):
-        from jitgrad.eager.ops.creation import tensor
-
         x = tensor(x)
     data = x._data
     if to_float and data.dtype.kind != "f":

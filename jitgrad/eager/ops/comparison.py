@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes
-from jitgrad.eager.ops._binary import binary, result_dtype, scalar_as, unary
+from jitgrad.eager.dtypes import scalar_as
+from jitgrad.eager.ops._binary import as_tensor, as_tensor_operand, binary, result_dtype, unary
 from jitgrad.eager.ops.pointwise import (
     C_TYPE_NAMES,
     SCALAR_TYPE_NAMES,
@@ -28,7 +29,7 @@ from jitgrad.eager.ops.pointwise import (
     require_tensor,
 )
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
-from jitgrad.eager.tensor import Tensor, as_tensor, as_tensor_operand
+from jitgrad.eager.tensor import Tensor
 
 AB = ("a", "b")
 X = ("x",)

@@ -9,53 +9,17 @@ of unfold2d adds every window's gradient back at the positions it was read from,
 is fold2d; the gradient of fold2d reads the windows again, which is unfold2d. Each
 formula uses only `xp.unfold2d` / `xp.fold2d`, so create_graph and the compiler see them
 as ops. Sizes: OH = (H - dh (kh - 1) - 1) // sh + 1, likewise OW (no padding here:
-callers pad first).
+callers pad first). The array kernels (`unfold_forward`, `fold_forward`) are in
+jitgrad/eager/xp.py, which the numpy namespace of the formulas shares.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
 from jitgrad.eager.tensor import Tensor
-
-Pair = tuple[int, int]
-
-
-def output_size(size: int, kernel: int, stride: int, dilation: int) -> int:
-    """Number of windows along one dim of `size` (no padding)."""
-    return (size - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def _windows(x: np.ndarray, kernel: Pair, stride: Pair, dilation: Pair) -> np.ndarray:
-    """The (N, OH, OW, C, kh, kw) windows as a strided view of x (N, C, H, W)."""
-    n, c, _, _ = x.shape
-    sn, sc, sh, sw = x.strides
-    oh = output_size(x.shape[2], kernel[0], stride[0], dilation[0])
-    ow = output_size(x.shape[3], kernel[1], stride[1], dilation[1])
-    return np.lib.stride_tricks.as_strided(
-        x, shape=(n, oh, ow, c, kernel[0], kernel[1]),
-        strides=(sn, sh * stride[0], sw * stride[1], sc, sh * dilation[0], sw * dilation[1]),
-        writeable=False)
-
-
-def unfold_forward(x: np.ndarray, kernel: Pair, stride: Pair, dilation: Pair) -> np.ndarray:
-    return np.ascontiguousarray(_windows(x, kernel, stride, dilation))
-
-
-def fold_forward(patches: np.ndarray, shape: tuple[int, ...], kernel: Pair, stride: Pair,
-                  dilation: Pair) -> np.ndarray:
-    out = np.zeros(shape, dtype=patches.dtype)
-    _, oh, ow, _, _, _ = patches.shape
-    as_channels_first = patches.transpose(0, 3, 4, 5, 1, 2)  # (N, C, kh, kw, OH, OW)
-    for i in range(kernel[0]):  # one strided slice-add per kernel position
-        rows = slice(i * dilation[0], i * dilation[0] + stride[0] * (oh - 1) + 1, stride[0])
-        for j in range(kernel[1]):
-            cols = slice(j * dilation[1], j * dilation[1] + stride[1] * (ow - 1) + 1, stride[1])
-            out[:, :, rows, cols] += as_channels_first[:, :, i, j]
-    return out
+from jitgrad.eager.xp import Pair, fold_forward, output_size, unfold_forward
 
 
 def _unfold_backward(xp: Any, ctx: Any, g: Any) -> tuple:

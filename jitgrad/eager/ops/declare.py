@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jitgrad.eager.ops._binary import (
+    as_tensor_operand,
     binary,
     not_implemented_for,
     require_tensor,
@@ -84,7 +85,7 @@ from jitgrad.eager.ops._binary import (
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.out import check_out_grad, write_out
 from jitgrad.eager.ops.registry import OpDef, register
-from jitgrad.eager.tensor import Tensor, as_tensor_operand
+from jitgrad.eager.tensor import Tensor
 
 REQUIRED = inspect.Parameter.empty  # a parameter without a default (`params={"value": REQUIRED}`)
 DECLARED: dict[str, Callable[..., Tensor]] = {}  # op name -> its public function

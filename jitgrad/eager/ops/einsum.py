@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from jitgrad.eager.ops._binary import result_dtype
+from jitgrad.eager.ops._binary import as_tensor, result_dtype
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor, as_tensor
+from jitgrad.eager.tensor import Tensor
 
 
 def _einsum_forward(a: np.ndarray, b: np.ndarray | None, equation: str) -> np.ndarray:

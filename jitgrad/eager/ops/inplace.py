@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import layout
+from jitgrad.eager.dtypes import scalar_as
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import SavedValues
 from jitgrad.eager.ops import indexing
@@ -35,7 +36,6 @@ from jitgrad.eager.ops._binary import (
     binary,
     binary_operands,
     broadcast_error,
-    scalar_as,
     shapes_of,
 )
 from jitgrad.eager.ops.creation import tensor

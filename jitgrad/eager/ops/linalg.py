@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager.ops import pointwise, shape
+from jitgrad.eager.ops._binary import as_tensor
 from jitgrad.eager.ops.einsum import einsum
 from jitgrad.eager.ops.pointwise import C_TYPE_NAMES, SCALAR_TYPE_NAMES
 from jitgrad.eager.ops.reduction import reduced_count
 from jitgrad.eager.ops.registry import apply_op, register
-from jitgrad.eager.tensor import Tensor, as_tensor
+from jitgrad.eager.tensor import Tensor
 from jitgrad.eager.xp import matmul as np_matmul
 
 

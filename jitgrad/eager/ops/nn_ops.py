@@ -22,6 +22,7 @@ from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.index_parsing import dim_index_error
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
+from jitgrad.eager.xp import embedding_backward_forward
 
 # ----- softmax, log_softmax ---------------------------------------------------------
 
@@ -322,16 +323,6 @@ def _embedding_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:
 
 EMBEDDING = register("embedding", _embedding_forward, _embedding_backward, saves=("indices",),
                      source="index-add of g into the rows of W")
-
-
-def embedding_backward_forward(g: np.ndarray, indices: np.ndarray, num_weights: int
-                               ) -> np.ndarray:
-    """(num_weights, dim) zeros with each row of g (indices.shape + (dim,)) added into the
-    row its id names; repeated ids accumulate (numpy's `add.at`)."""
-    out = np.zeros((num_weights,) + g.shape[indices.ndim:], dtype=g.dtype)
-    # the row count is spelled out: -1 is ambiguous when a row is empty (dim 0)
-    np.add.at(out, indices.reshape(-1), g.reshape((indices.size,) + out.shape[1:]))
-    return out
 
 
 def _embedding_backward_backward(xp: Any, ctx: Any, g: Any, indices: Any) -> tuple:

@@ -20,6 +20,7 @@ from jitgrad.eager import dtypes
 from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
     C_TYPE_NAMES,
     SCALAR_TYPE_NAMES,
+    as_tensor_operand,
     binary,
     broadcast_error,
     cast_operands,
@@ -31,7 +32,7 @@ from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
 from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.declare import exported, pointwise_op
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
-from jitgrad.eager.tensor import Tensor, as_tensor_operand
+from jitgrad.eager.tensor import Tensor
 
 
 def _zero_backward(xp: Any, ctx: Any, g: Any) -> tuple:

@@ -22,13 +22,13 @@ from scipy import special
 
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops import pointwise
-from jitgrad.eager.ops._binary import binary, result_dtype, unary
+from jitgrad.eager.ops._binary import as_tensor_operand, binary, result_dtype, unary
 from jitgrad.eager.ops.declare import binary_op, exported, pointwise_op
 from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.eager.ops.pointwise import log_of_scalar, not_implemented_for, require_tensor, sign
 from jitgrad.eager.ops.registry import ANY_KIND, register
 from jitgrad.eager.ops.sorting import return_type
-from jitgrad.eager.tensor import Tensor, as_tensor_operand
+from jitgrad.eager.tensor import Tensor
 
 X = ("x",)
 AB = ("a", "b")

@@ -20,6 +20,7 @@ import numpy as np
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops.registry import apply_op, register
 from jitgrad.eager.tensor import Tensor, normalize_dim
+from jitgrad.eager.xp import scan_accumulating
 
 
 def return_type(name: str, fields: tuple[str, str] = ("values", "indices")) -> type:
@@ -173,21 +174,6 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 # ----- cumulative ops -----------------------------------------------------------------
-
-
-def scan_accumulating(scan: Any, x: np.ndarray, dim: int, out_dtype: Any = None) -> np.ndarray:
-    """`scan` (np.add.accumulate or np.multiply.accumulate) along `dim`, float16/float32
-    accumulated in float64 and rounded once at the end, as PyTorch's CPU kernels accumulate
-    (acc_type): a float32 cumsum of 2^25 ones ends at 2^25, not at 2^24 where float32 steps
-    stop adding 1. Narrow ints and bool widen to 64 bits as in np.cumsum. The ufunc method,
-    not np.cumsum, so numpy's inf * 0 warnings come from this module (silenced in
-    jitgrad/eager/__init__.py)."""
-    if out_dtype is None and x.dtype.kind in "biu" and x.dtype.itemsize < 8:
-        out_dtype = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
-    result_dtype = np.dtype(out_dtype or x.dtype)
-    if result_dtype.kind == "f" and result_dtype.itemsize < 8:
-        return scan(x, axis=dim, dtype=np.float64).astype(result_dtype)
-    return scan(x, axis=dim, dtype=out_dtype)
 
 
 def _cumsum_forward(x: np.ndarray, dim: int, out_dtype: Any) -> np.ndarray:
