@@ -321,7 +321,7 @@ class TraceContext:
         guarded only by its type (the runner passes it as a 0-d tensor). Python arithmetic
         and comparisons on it stay in the graph and compute as Python does (float64/int64,
         bools as ints, ZeroDivisionError checked when the graph runs: `_number_operator` in
-        calls.py); other operators (`**`, bit operations) are graph breaks; where a Python
+        operations.py); other operators (`**`, bit operations) are graph breaks; where a Python
         constant is needed (a loop bound) it is specialized again.
         """
         fake = self._lifted.get(id(source))

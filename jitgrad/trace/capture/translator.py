@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from jitgrad.trace.breaks.resume import user_function_name
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
 from jitgrad.trace.bytecode.opcodes import binary_op_symbol, oparg
-from jitgrad.trace.capture import calls
+from jitgrad.trace.capture import calls, operations
 from jitgrad.trace.capture.variables import (
     CellVar,
     ConstVar,
@@ -262,17 +262,17 @@ class Translator:
         self.ctx.store_global(self, inst.argval, self.pop())
 
     def LOAD_ATTR(self, inst: dis.Instruction) -> None:
-        self.push(calls.load_attr(self, self.pop(), inst.argval))
+        self.push(operations.load_attr(self, self.pop(), inst.argval))
 
     def LOAD_METHOD(self, inst: dis.Instruction) -> None:
         receiver = self.pop()
         self.push(NullVar())
-        self.push(calls.load_attr(self, receiver, inst.argval))
+        self.push(operations.load_attr(self, receiver, inst.argval))
 
     def STORE_ATTR(self, inst: dis.Instruction) -> None:
         target = self.pop()
         value = self.pop()
-        calls.store_attr(self, target, inst.argval, value)
+        operations.store_attr(self, target, inst.argval, value)
 
     # ----- stack shuffles -------------------------------------------------------------
     def POP_TOP(self, inst: dis.Instruction) -> None:
@@ -294,6 +294,10 @@ class Translator:
     def PRECALL(self, inst: dis.Instruction) -> None:
         pass
 
+    def call(self, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
+        """Trace the call `fn(*args, **kwargs)` made in this frame (see calls.py)."""
+        return calls.call(self, fn, args, kwargs)
+
     def CALL(self, inst: dis.Instruction) -> None:
         args = self.popn(oparg(inst))
         callable_, null_or_self = self.pop(), self.pop()
@@ -304,7 +308,7 @@ class Translator:
         n_kw = len(kw_names)
         positional = args[:len(args) - n_kw]
         keywords = dict(zip(kw_names, args[len(args) - n_kw:], strict=True))
-        self.push(calls.call(self, callable_, positional, keywords))
+        self.push(self.call(callable_, positional, keywords))
 
     def CALL_FUNCTION_EX(self, inst: dis.Instruction) -> None:
         keywords: dict[str, Var] = {}
@@ -317,7 +321,7 @@ class Translator:
         callable_ = self.pop()
         if isinstance(self.stack[-1], NullVar):
             self.pop()
-        self.push(calls.call(self, callable_, calls.unpack_iterable(self, args), keywords))
+        self.push(self.call(callable_, operations.unpack_iterable(self, args), keywords))
 
     def MAKE_FUNCTION(self, inst: dis.Instruction) -> None:
         code = self.pop_as(ConstVar).value
@@ -331,7 +335,7 @@ class Translator:
             kwdefaults = dict(self.pop_as(DictVar).items)
         defaults: tuple = ()
         if oparg(inst) & 0x01:  # a tuple built at run time, or a constant one
-            defaults = tuple(calls.unpack_iterable(self, self.pop()))
+            defaults = tuple(operations.unpack_iterable(self, self.pop()))
         self.push(NestedFunctionVar(code, self.f_globals, defaults, kwdefaults, closure))
 
     def RETURN_VALUE(self, inst: dis.Instruction) -> None:
@@ -350,11 +354,11 @@ class Translator:
         """`yield from`'s step: the delegate's next item, or (exhausted) its return value
         and a jump past the loop. Nothing is sent into a traced generator."""
         self.pop()
-        item = calls.next_item(self, self.stack[-1])
+        item = operations.next_item(self, self.stack[-1])
         if item is not None:
             self.push(item)
             return
-        self.push(calls.returned_value(self.pop()))
+        self.push(operations.returned_value(self.pop()))
         self.jump_to(inst.argval)
 
     # ----- operators ------------------------------------------------------------------
@@ -363,37 +367,37 @@ class Translator:
         symbol = binary_op_symbol(oparg(inst))
         inplace = symbol.endswith("=")
         fn = OPERATORS[symbol[:-1] if inplace else symbol]
-        self.push(calls.apply_operator(self, fn, [a, b], inplace=inplace))
+        self.push(operations.apply_operator(self, fn, [a, b], inplace=inplace))
 
     def COMPARE_OP(self, inst: dis.Instruction) -> None:
         b, a = self.pop(), self.pop()
-        self.push(calls.apply_operator(self, OPERATORS[inst.argval], [a, b]))
+        self.push(operations.apply_operator(self, OPERATORS[inst.argval], [a, b]))
 
     def IS_OP(self, inst: dis.Instruction) -> None:
         b, a = self.pop(), self.pop()
-        same = calls.is_same(self, a, b)
+        same = operations.is_same(self, a, b)
         self.push(ConstVar(same != bool(oparg(inst))))
 
     def CONTAINS_OP(self, inst: dis.Instruction) -> None:
         container, item = self.pop(), self.pop()
-        found = calls.contains(self, container, item)
+        found = operations.contains(self, container, item)
         self.push(ConstVar(found != bool(oparg(inst))))
 
     def _unary(self, inst: dis.Instruction) -> None:
-        self.push(calls.apply_operator(self, OPERATORS[inst.opname], [self.pop()]))
+        self.push(operations.apply_operator(self, OPERATORS[inst.opname], [self.pop()]))
 
     UNARY_NEGATIVE = UNARY_POSITIVE = UNARY_INVERT = _unary
 
     def UNARY_NOT(self, inst: dis.Instruction) -> None:
-        self.push(ConstVar(not calls.truth(self, self.pop())))
+        self.push(ConstVar(not operations.truth(self, self.pop())))
 
     def BINARY_SUBSCR(self, inst: dis.Instruction) -> None:
         index, container = self.pop(), self.pop()
-        self.push(calls.getitem(self, container, index))
+        self.push(operations.getitem(self, container, index))
 
     def STORE_SUBSCR(self, inst: dis.Instruction) -> None:
         index, container, value = self.pop(), self.pop(), self.pop()
-        calls.setitem(self, container, index, value)
+        operations.setitem(self, container, index, value)
 
     # ----- builders -------------------------------------------------------------------
     def BUILD_TUPLE(self, inst: dis.Instruction) -> None:
@@ -404,26 +408,26 @@ class Translator:
 
     def BUILD_MAP(self, inst: dis.Instruction) -> None:
         items = self.popn(2 * oparg(inst))
-        self.push(DictVar({calls.constant(self, k): v for k, v in zip(items[::2], items[1::2],
+        self.push(DictVar({operations.constant(self, k): v for k, v in zip(items[::2], items[1::2],
                                                                        strict=True)}))
 
     def BUILD_CONST_KEY_MAP(self, inst: dis.Instruction) -> None:
-        keys = calls.constant(self, self.pop())
+        keys = operations.constant(self, self.pop())
         values = self.popn(oparg(inst))
         self.push(DictVar(dict(zip(keys, values, strict=True))))
 
     def BUILD_SLICE(self, inst: dis.Instruction) -> None:
         # sizes stay SymInts in a slice (`mask[:T]`, Note [Symbolic sizes])
-        parts = [calls.to_python(self, v) if isinstance(v, ConstVar) and v.source is None
-                 else calls.constant(self, v) for v in self.popn(oparg(inst))]
+        parts = [operations.to_python(self, v) if isinstance(v, ConstVar) and v.source is None
+                 else operations.constant(self, v) for v in self.popn(oparg(inst))]
         self.push(ConstVar(slice(*parts)))
 
     def BUILD_STRING(self, inst: dis.Instruction) -> None:
-        self.push(ConstVar("".join(calls.constant(self, v) for v in self.popn(oparg(inst)))))
+        self.push(ConstVar("".join(operations.constant(self, v) for v in self.popn(oparg(inst)))))
 
     def FORMAT_VALUE(self, inst: dis.Instruction) -> None:
-        spec = calls.constant(self, self.pop()) if oparg(inst) & 0x04 else ""
-        value = calls.constant(self, self.pop())
+        spec = operations.constant(self, self.pop()) if oparg(inst) & 0x04 else ""
+        value = operations.constant(self, self.pop())
         conversions: dict[int, Callable[[Any], Any]] = {0: lambda v: v, 1: str, 2: repr, 3: ascii}
         conversion = conversions[oparg(inst) & 0x03]
         self.push(ConstVar(format(conversion(value), spec)))
@@ -433,7 +437,7 @@ class Translator:
         self.stack_at(oparg(inst), ListVar).items.append(value)
 
     def LIST_EXTEND(self, inst: dis.Instruction) -> None:
-        values = calls.unpack_iterable(self, self.pop())
+        values = operations.unpack_iterable(self, self.pop())
         self.stack_at(oparg(inst), ListVar).items.extend(values)
 
     def LIST_TO_TUPLE(self, inst: dis.Instruction) -> None:
@@ -441,7 +445,7 @@ class Translator:
 
     def MAP_ADD(self, inst: dis.Instruction) -> None:
         value, key = self.pop(), self.pop()
-        self.stack_at(oparg(inst), DictVar).items[calls.constant(self, key)] = value
+        self.stack_at(oparg(inst), DictVar).items[operations.constant(self, key)] = value
 
     def DICT_UPDATE(self, inst: dis.Instruction) -> None:
         update = self.pop()
@@ -452,14 +456,14 @@ class Translator:
     DICT_MERGE = DICT_UPDATE
 
     def UNPACK_SEQUENCE(self, inst: dis.Instruction) -> None:
-        items = calls.unpack_iterable(self, self.pop())
+        items = operations.unpack_iterable(self, self.pop())
         if len(items) != oparg(inst):
             raise Unsupported(BreakKind.UNSUPPORTED_OPCODE, f"unpacking {len(items)} values into "
                               f"{oparg(inst)} names")
         self.stack.extend(reversed(items))
 
     def UNPACK_EX(self, inst: dis.Instruction) -> None:
-        items = calls.unpack_iterable(self, self.pop())
+        items = operations.unpack_iterable(self, self.pop())
         before, after = oparg(inst) & 0xFF, oparg(inst) >> 8
         middle = ListVar(items[before:len(items) - after])
         values = items[:before] + [middle] + items[len(items) - after:]
@@ -472,7 +476,7 @@ class Translator:
     JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
 
     def _pop_jump(self, inst: dis.Instruction, jump_if: bool) -> None:
-        if calls.truth(self, self.pop()) == jump_if:
+        if operations.truth(self, self.pop()) == jump_if:
             self.jump_to(inst.argval)
 
     def POP_JUMP_FORWARD_IF_TRUE(self, inst: dis.Instruction) -> None:
@@ -486,7 +490,7 @@ class Translator:
 
     def _pop_jump_none(self, inst: dis.Instruction, jump_if_none: bool) -> None:
         value = self.pop()
-        is_none = isinstance(value, ConstVar) and calls.constant(self, value) is None
+        is_none = isinstance(value, ConstVar) and operations.constant(self, value) is None
         if is_none == jump_if_none:
             self.jump_to(inst.argval)
 
@@ -500,13 +504,13 @@ class Translator:
     POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
 
     def JUMP_IF_TRUE_OR_POP(self, inst: dis.Instruction) -> None:
-        if calls.truth(self, self.stack[-1]):
+        if operations.truth(self, self.stack[-1]):
             self.jump_to(inst.argval)
         else:
             self.pop()
 
     def JUMP_IF_FALSE_OR_POP(self, inst: dis.Instruction) -> None:
-        if not calls.truth(self, self.stack[-1]):
+        if not operations.truth(self, self.stack[-1]):
             self.jump_to(inst.argval)
         else:
             self.pop()
@@ -516,11 +520,11 @@ class Translator:
         if isinstance(value, (IteratorVar, GeneratorVar)):  # its own iterator
             self.push(value)
         else:
-            self.push(IteratorVar(calls.unpack_iterable(self, value)))
+            self.push(IteratorVar(operations.unpack_iterable(self, value)))
 
     def FOR_ITER(self, inst: dis.Instruction) -> None:
         iterator = self.stack[-1]
-        item = calls.next_item(self, iterator)
+        item = operations.next_item(self, iterator)
         if item is not None:
             self.push(item)
         else:
