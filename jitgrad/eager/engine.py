@@ -36,6 +36,7 @@ import numpy as np
 from jitgrad.eager import layout
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import AccumulateGrad, Edge, Node
+from jitgrad.eager.ops._binary import as_tensor
 from jitgrad.eager.tensor import Tensor, gradient_edge
 from jitgrad.eager.xp import TENSOR, sum_to
 
@@ -341,6 +342,21 @@ def accumulate_into_leaf(variable: Tensor, grad: Any, create_graph: bool) -> Non
             hook(variable)
 
 
+def accumulate_grad(node: AccumulateGrad, grad_outputs: list[Any],
+                    create_graph: bool) -> tuple[()]:
+    """`AccumulateGrad.apply`: accumulate_into_leaf on the node's leaf."""
+    accumulate_into_leaf(node.variable, grad_outputs[0], create_graph)
+    return ()
+
+
+def call_node(node: Node, *grads: Any) -> tuple[Any, ...]:
+    """`Node.__call__`: apply the backward formula directly (no engine: broadcast
+    gradients stay unreduced)."""
+    arrays = [None if g is None else as_tensor(g)._data for g in grads]
+    results = node.apply(arrays, create_graph=False)
+    return tuple(None if r is None else Tensor._make(np.asarray(r)) for r in results)
+
+
 def _gradient_copy(grad: np.ndarray, param: np.ndarray) -> np.ndarray:
     """A copy of a leaf's first gradient laid out by PyTorch's gradient layout contract
     (AccumulateGrad): the leaf's own strides when they are non-overlapping and dense, else
@@ -477,3 +493,15 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
         else:
             results.append(Tensor._make(np.array(g, copy=True)))
     return tuple(results)
+
+
+def _tensor_backward(self: Tensor, gradient: Any = None, retain_graph: bool | None = None,
+                     create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
+    """Accumulate d(self)/d(leaf) into every leaf's `.grad` (`jitgrad.autograd.backward`)."""
+    backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+             inputs=inputs)
+
+
+# attached by tensor_methods.install (Note [Eager layers])
+METHODS = {"backward": _tensor_backward}
+NODE_METHODS = ((Node, "__call__", call_node), (AccumulateGrad, "apply", accumulate_grad))

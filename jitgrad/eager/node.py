@@ -126,6 +126,8 @@ class Node:
     Subclasses implement `apply(grad_outputs, create_graph)`; `grad_outputs` holds one
     entry per forward output (numpy arrays, or Tensors when `create_graph=True`; None
     where no gradient arrived) and the result holds one entry per `next_edges` slot.
+    `node(*grads)` applies it to Tensors directly (`engine.call_node`, attached by
+    tensor_methods: it makes Tensors, a layer above this one).
     """
 
     __slots__ = ("next_edges", "sequence_nr", "input_metadata", "hooks", "_metadata",
@@ -133,6 +135,7 @@ class Node:
     next_edges: tuple[Edge | None, ...]  # one per forward input (None: needs no gradient)
     input_metadata: tuple[Any, ...]  # (shape, dtype) per forward input
     sequence_nr: float  # creation order; math.inf for leaves
+    __call__: Callable[..., tuple[Any, ...]]  # engine.call_node
 
     num_outputs = 1
 
@@ -175,15 +178,6 @@ class Node:
     def register_prehook(self, fn: Callable) -> RemovableHandle:
         """Run `fn(grad_outputs)` before this node; a tuple return replaces grad_outputs."""
         return add_hook(self._hooks().pre_hooks, fn)
-
-    def __call__(self, *grads: Any) -> tuple[Any, ...]:
-        """Apply the backward formula directly (no engine: broadcast gradients stay unreduced)."""
-        from jitgrad.eager.ops._binary import as_tensor
-        from jitgrad.eager.tensor import Tensor
-
-        arrays = [None if g is None else as_tensor(g)._data for g in grads]
-        results = self.apply(arrays, create_graph=False)
-        return tuple(None if r is None else Tensor._make(np.asarray(r)) for r in results)
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
@@ -273,7 +267,8 @@ class AccumulateGrad(Node):
     First arrival stores the gradient (copied unless the engine owns the only
     reference), later arrivals add in place so `.grad` keeps its identity; under
     `create_graph` the sum is out of place so `.grad` carries history
-    (research/eager_autograd.md §1 row 2).
+    (research/eager_autograd.md §1 row 2). `apply` is `engine.accumulate_grad`, attached
+    by tensor_methods: it needs Tensor and the engine, layers above this one.
     """
 
     __slots__ = ("variable",)
@@ -284,9 +279,3 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.next_edges = ()
         self.input_metadata = ()
-
-    def apply(self, grad_outputs: list[Any], create_graph: bool) -> tuple[Any, ...]:
-        from jitgrad.eager.engine import accumulate_into_leaf
-
-        accumulate_into_leaf(self.variable, grad_outputs[0], create_graph)
-        return ()

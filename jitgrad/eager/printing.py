@@ -233,3 +233,4 @@ def tensor_repr(t: Tensor, prefix: str = "tensor(") -> str:
 
 
 __all__ = ["set_printoptions", "get_printoptions"]
+METHODS = {"__repr__": tensor_repr}

@@ -4,7 +4,10 @@ A Tensor owns `_data` (a numpy array, possibly a view of another tensor's array)
 the autograd fields PyTorch has: `requires_grad`, `grad_fn` (a `Node`, None for
 leaves), `grad`, `_version` (a counter shared with views and detach()es), `_base`
 (the tensor a view looks into). Ops live in `jitgrad.eager.ops`; `tensor_methods`
-attaches them as methods and operators.
+attaches them as methods and operators, and with them the methods whose bodies need a
+later layer (Note [Eager layers] in tensor_methods.py): the legacy constructor
+`Tensor(data)` and `__reduce_ex__` (ops/creation.py), `backward` (engine.py), `__repr__`
+(printing.py) and the rebuild of a stale view's grad_fn (views.py).
 
 Note [Hot path]: op results are built by `Tensor._make`, which sets slots directly;
 the version counter is created lazily (only views, saved tensors and in-place targets
@@ -15,8 +18,8 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Self, SupportsIndex
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Self
 
 import numpy as np
 
@@ -138,11 +141,6 @@ class Tensor(TensorMethods):
     # True only for the compiler's 0-d stand-ins of Python numbers (trace.fake.FakeNumber),
     # which type promotion treats as weak scalars
     _weak_scalar = False
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
-        from jitgrad.eager.ops.creation import legacy_tensor_constructor
-
-        return legacy_tensor_constructor(cls, *args, **kwargs)
 
     @classmethod
     def _make(cls, data: np.ndarray, requires_grad: bool = False, grad_fn: Node | None = None,
@@ -272,9 +270,7 @@ class Tensor(TensorMethods):
     def grad_fn(self) -> Node | None:
         view = self._view
         if view is not None and self._vc is not None and view.version != self._vc.value:
-            from jitgrad.eager.views import refresh_view_grad_fn
-
-            refresh_view_grad_fn(self)
+            self._refresh_view_grad_fn()
         return self._grad_fn
 
     @property
@@ -388,14 +384,6 @@ class Tensor(TensorMethods):
             self._post_acc_hooks = {}
         return add_hook(self._post_acc_hooks, hook)
 
-    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's `.grad` (`jitgrad.autograd.backward`)."""
-        from jitgrad.eager.engine import backward
-
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
-                 inputs=inputs)
-
     def detach(self) -> Tensor:
         """A new leaf sharing storage and version counter, cut from the graph."""
         t = Tensor._make(self._data)
@@ -473,16 +461,6 @@ class Tensor(TensorMethods):
         if self._data.ndim == 0:
             return format(self._data.item(), spec)
         return format(repr(self), spec)
-
-    def __repr__(self) -> str:
-        from jitgrad.eager.printing import tensor_repr
-
-        return tensor_repr(self)
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
-        from jitgrad.eager.ops.creation import rebuild_tensor
-
-        return rebuild_tensor, (np.array(self._data), self._requires_grad, type(self))
 
 
 def reset_grads(tensors: Iterable[Tensor], set_to_none: bool = True) -> None:

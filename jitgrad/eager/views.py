@@ -234,3 +234,7 @@ class CopySlices(Node):
 
     def release_variables(self) -> None:
         self.fn.release_variables()
+
+
+# Tensor.grad_fn rebuilds a stale view's history with it (Note [View grad_fn regeneration])
+METHODS = {"_refresh_view_grad_fn": refresh_view_grad_fn}

@@ -13,7 +13,7 @@ Dims are tuples of non-negative ints; shapes are tuples.
 This module is in eager's lowest layer (Note [Eager layers] in tensor_methods.py): the
 array kernels that an op's forward shares with NUMPY (matmul, sum_to, the accumulating
 scans, embedding's row index-add, conv's windows) are defined here, where both reach
-them.
+them; TENSOR's functions, written with the ops, are copied in by `tensor_methods.install`.
 """
 
 from __future__ import annotations
@@ -324,16 +324,9 @@ NUMPY = NumpyNamespace()
 class TensorNamespace:
     """The same functions over jitgrad Tensors (recording history).
 
-    Defined in `jitgrad.eager.xp_tensor`, imported on first use: that module needs
-    every op module, which themselves import this one.
+    Defined in `jitgrad.eager.xp_tensor`, which needs every op module (and they import
+    this one), and set on TENSOR by `tensor_methods.install`.
     """
-
-    def __getattr__(self, name: str) -> Any:
-        from jitgrad.eager import xp_tensor
-
-        fn = getattr(xp_tensor, name)
-        setattr(self, name, fn)
-        return fn
 
 
 TENSOR: Any = TensorNamespace()

@@ -1,7 +1,8 @@
 """The Tensor side of the backward-formula namespace (see jitgrad.eager.xp).
 
 Each name mirrors `xp.NumpyNamespace` with the same arguments, computed with jitgrad
-ops so that `create_graph=True` records the backward pass itself.
+ops so that `create_graph=True` records the backward pass itself. `tensor_methods.install`
+copies them onto `xp.TENSOR` (this module needs every op module, which import xp).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from jitgrad.eager.ops import (
     activation,
     comparison,
+    conv,
     creation,
     indexing,
     joining,
@@ -24,6 +26,7 @@ from jitgrad.eager.ops import (
     sorting,
 )
 from jitgrad.eager.ops._binary import binary
+from jitgrad.eager.ops.nn_ops import EMBEDDING_BACKWARD, embedding
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.tensor import Tensor
 
@@ -79,15 +82,11 @@ def index_add_into(shape: tuple[int, ...], index: Any, values: Tensor) -> Tensor
 
 
 def embedding_backward(g: Tensor, indices: Tensor, num_weights: int) -> Tensor:
-    from jitgrad.eager.ops.nn_ops import EMBEDDING_BACKWARD
-
     return apply_op(EMBEDDING_BACKWARD, (g, indices), (g._data, indices._data),
                     {"num_weights": num_weights})
 
 
 def embedding_rows(weight: Tensor, indices: Tensor) -> Tensor:
-    from jitgrad.eager.ops.nn_ops import embedding
-
     return embedding(indices, weight)
 
 
@@ -186,13 +185,9 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
 
 def unfold2d(x: Tensor, kernel: tuple[int, int], stride: tuple[int, int],
              dilation: tuple[int, int]) -> Tensor:
-    from jitgrad.eager.ops import conv
-
     return conv.unfold2d(x, kernel, stride, dilation)
 
 
 def fold2d(patches: Tensor, shape: tuple[int, ...], kernel: tuple[int, int],
            stride: tuple[int, int], dilation: tuple[int, int]) -> Tensor:
-    from jitgrad.eager.ops import conv
-
     return conv.fold2d(patches, shape, kernel, stride, dilation)

@@ -46,8 +46,9 @@ def _returns(fn) -> str:
 
 
 def declarations() -> str:
+    # not `__new__`: mypy refuses a Callable attribute in place of object.__new__
     methods = {name: fn for module in tensor_methods.OP_MODULES
-               for name, fn in module.METHODS.items()}
+               for name, fn in module.METHODS.items() if name != "__new__"}
     lines = [(f"    {name}: {_returns(fn.fget)}" if isinstance(fn, property) else
               f"    {name}: Callable[..., {_returns(fn)}]") +
              ("  # noqa: N815 - torch's name" if name[:1].islower() and name != name.lower()

@@ -15,7 +15,7 @@ import math
 import operator
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, SupportsIndex, cast
 
 import numpy as np
 
@@ -248,6 +248,11 @@ def rebuild_tensor(array: np.ndarray, requires_grad: bool, cls: type = Tensor) -
     """Unpickling helper: a leaf tensor of class `cls` holding `array`."""
     t = cls._make(array, requires_grad)  # type: ignore[attr-defined]
     return t
+
+
+def _reduce_ex(self: Tensor, protocol: SupportsIndex) -> Any:
+    """Pickle a tensor as its array, requires_grad and class (for rebuild_tensor)."""
+    return rebuild_tensor, (np.array(self._data), self._requires_grad, type(self))
 
 
 def is_tensor(obj: Any) -> bool:
@@ -567,6 +572,8 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full"
 
 
 METHODS = {
+    "__new__": staticmethod(legacy_tensor_constructor),  # `jitgrad.Tensor(data)`
+    "__reduce_ex__": _reduce_ex,
     "to": _to,
     "type": _type,
     "type_as": lambda self, other: to_dtype(self, other.dtype),
