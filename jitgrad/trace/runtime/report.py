@@ -173,10 +173,14 @@ def record_outcome(outcome: FrameOutcome) -> None:
         config.logger("graph_breaks").info("frame outcome: %s", outcome)
 
 
-def record_guards(source: str) -> None:
-    for out in recorders():
-        out.guards.append(source)
-    config.logger("guards").info("%s", source)
+def record_guards(guards: Any) -> None:
+    """A compiled entry's guards, rendered as text only where recorded or logged."""
+    outs = recorders()
+    if outs:
+        text = str(guards)
+        for out in outs:
+            out.guards.append(text)
+    config.logger("guards").info("%s", guards)
 
 
 def record_recompile(reason: str) -> None:
