@@ -17,6 +17,7 @@ from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.trace.ir.graph import Graph, SourceLocation, describe_value, map_arg
 from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.ir.python_code import generate_python
 
 MUL, SUM, MATMUL, RELU, SPLIT, ADD = (OPS[n] for n in ("mul", "sum", "matmul", "relu",
                                                        "split", "add"))
@@ -403,15 +404,15 @@ def test_lint_names_the_offending_node(corrupt, message):
 
 def test_python_code_is_readable_and_runs_like_eager():
     g, (x, w) = _mlp_graph()
-    assert g.python_code() == (
+    assert generate_python(g).source == (
         "def forward(x, w):\n"
         "    mm = ops.matmul(x, w)  # train.py:12\n"
         "    relu = ops.relu(mm); del mm  # train.py:13\n"
         "    loss = ops.sum(relu, dims=(1,), keepdim=False, out_dtype=None); del relu  # train.py:14\n"
         "    return (loss,)\n")
-    namespace = g.python_globals()
+    namespace = generate_python(g).globals
     assert (namespace["ops"].matmul, namespace["ops"].relu, namespace["ops"].sum) == (MATMUL, RELU, SUM)
-    exec(g.python_code(), namespace)
+    exec(generate_python(g).source, namespace)
     (loss,) = namespace["forward"](x, w)
     np.testing.assert_allclose(loss.detach().numpy(), jg.relu(x @ w).sum(1).detach().numpy(),
                                rtol=1e-6)
@@ -432,7 +433,7 @@ def test_python_code_renders_nested_constants_and_hoists_objects():
     noisy = g.call_function(OPS["normal"], (cast, 0.5), {"generator": gen})
     g.call_function(set_grad_enabled, (False,))
     g.output((cast, noisy, float("-inf"), float("nan"), jg.float64, b"raw"))
-    code = g.python_code()
+    code = generate_python(g).source
     assert code == (
         "def forward(x):\n"
         "    pick = pick_1(x, (slice(None, 2, None), ...), Pair(0, 1), {'k': [1, 2]})\n"
@@ -440,7 +441,7 @@ def test_python_code_renders_nested_constants_and_hoists_objects():
         "    normal = ops.normal(to_dtype, 0.5, generator=generator)\n"
         "    set_grad_enabled(False)\n"
         "    return (to_dtype, normal, float('-inf'), float('nan'), float64, b'raw')\n")
-    namespace = g.python_globals()
+    namespace = generate_python(g).globals
     assert namespace["pick_1"] is pick and namespace["Pair"] is pair
     assert namespace["generator"] is gen and namespace["float64"] is jg.float64
     assert namespace["set_grad_enabled"] is set_grad_enabled
@@ -460,7 +461,7 @@ def test_python_code_requires_an_output():
     g = Graph()
     g.placeholder("a")
     with pytest.raises(RuntimeError, match=r"no output node; call graph.output\(values\) first"):
-        g.python_code()
+        generate_python(g)
 
 
 # ----- GraphModule ---------------------------------------------------------------------------
@@ -468,7 +469,7 @@ def test_python_code_requires_an_output():
 def test_graph_module_runs_the_graph_and_shows_code_and_listing():
     g, (x, w) = _mlp_graph()
     gm = GraphModule(g)
-    assert gm.code == g.python_code() and str(gm) == str(g)
+    assert gm.code == generate_python(g).source and str(gm) == str(g)
     (loss,) = gm(x, w)
     np.testing.assert_allclose(loss.detach().numpy(), jg.relu(x @ w).sum(1).detach().numpy(),
                                rtol=1e-6)

@@ -1,4 +1,5 @@
-"""The graph IR of jitgrad.trace: a `Graph` of `Node`s, its listing and its Python code.
+"""The graph IR of jitgrad.trace: a `Graph` of `Node`s and its listing (its Python code:
+python_code.py).
 
 Note [Graph IR]: a Graph is an ordered list of Nodes in SSA form. Each Node is one of
 - `placeholder`: a graph input; `target` is the input's name (all placeholders come first);
@@ -15,26 +16,11 @@ describes the value (a Tensor, real or fake; a tuple of them; or a Python value)
 `node.meta["source"]` the user's line (`SourceLocation`). This is torch.fx's design
 (torch/fx/graph.py, torch/fx/node.py) without call_method/call_module: tensor methods
 are normalized to their op while tracing (DESIGN.md, Trace).
-
-Note [Eager versions of a functional graph]: a captured graph is functional, so running
-it with eager ops (a GraphModule: the "eager" backend, check mode's oracle) would let a
-backward read a value the user's program overwrote in place, where eager raises
-"modified by an inplace operation". Tracing marks what eager's version counters would
-see: `meta["overwritten"] = (storage, version)` on a value an in-place write replaced
-(Note [Saved values overwritten in the graph] in jitgrad/codegen/autograd.py), and
-`meta["promotion"]` on a dtype cast an op's entry made (eager's op saves the tensor, not
-the cast). The generated Python advances an overwritten value's version counter by the
-number of writes that replaced it, around its last read: before it when that read is the
-writing op (which may save the old value, as eager's in-place op saves a copy), after it
-otherwise; and it gives a promotion cast and a view their source's counter, so the saved
-values eager autograd checks are the ones eager had (a view of an input written after
-the call raises as eager's does).
 """
 
 from __future__ import annotations
 
 import keyword
-import math
 import operator
 import os
 import re
@@ -53,7 +39,7 @@ OPCODES = ("placeholder", "call_function", "get_attr", "output")
 # call_function targets other than OpDefs that may be erased when unused
 PURE_FUNCTIONS = (operator.getitem,)
 
-# globals of the generated code (see Graph.python_globals); never node names
+# globals of the generated code (python_code.py); never node names
 RESERVED_NAMES = frozenset({"ops", "attrs", "np", "float", "slice", "forward"})
 
 DTYPE_SHORT_NAMES = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8",
@@ -61,7 +47,7 @@ DTYPE_SHORT_NAMES = {"float16": "f16", "float32": "f32", "float64": "f64", "int8
                      "bool": "b8"}
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_DOTTED_NAME = re.compile(r"[A-Za-z_][\w.]*")
+DOTTED_NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
 class SourceLocation(NamedTuple):
@@ -296,7 +282,7 @@ class Graph:
         return node
 
     def _unique_name(self, candidate: str) -> str:
-        base = _identifier(candidate)
+        base = identifier(candidate)
         name = base
         while name in self._used_names or name in RESERVED_NAMES:
             count = self._name_counters.get(base, 0) + 1
@@ -350,7 +336,7 @@ class Graph:
         `arg_transform` (torch.fx's Graph.node_copy). The copy keeps the name where it is
         free, the constant of a get_attr, and the meta that describes the value ("val")
         and its user line ("source"); facts about the source graph's eager versions
-        (Note [Eager versions of a functional graph]) stay with that graph."""
+        (Note [Eager versions of a functional graph] in python_code.py) stay with that graph."""
         args = map_arg(node.args, arg_transform)
         if node.op == "placeholder":
             copy = self.placeholder(node.target)
@@ -453,26 +439,12 @@ class Graph:
         footer = []
         for node in self._nodes:
             if node.op == "output":
-                footer.append(f"  return {_render(node.args, _listing_leaf)}")
+                footer.append(f"  return {render(node.args, _listing_leaf)}")
             elif node.op != "placeholder":
                 rows.append([f"%{node.name}", _listing_rhs(node),
                              describe_value(node.meta.get("val")),
-                             _short_location(node.meta.get("source"))])
+                             short_location(node.meta.get("source"))])
         return "\n".join([f"graph({', '.join(inputs)}):", *_align(rows), *footer])
-
-    def python_code(self) -> str:
-        """Runnable source of `def forward(<placeholders>):` returning the output tuple.
-
-        One statement per node (`mm = ops.matmul(x, w)  # train.py:12`); an intermediate
-        is deleted after its last use. Names it reads are in `python_globals()`.
-        Raises: RuntimeError if the graph has no output node.
-        """
-        return generate_python(self).source
-
-    def python_globals(self) -> dict[str, Any]:
-        """The globals `python_code()` reads: `ops` (the OpDefs called, by name), `attrs`
-        (this graph's attrs), `np`, and each other callable or constant under its name."""
-        return generate_python(self).globals
 
 
 def _lint_meta(node: Node) -> None:
@@ -534,38 +506,38 @@ def describe_value(val: Any) -> str:
     return type(val).__name__
 
 
-def _identifier(candidate: str) -> str:
+def identifier(candidate: str) -> str:
     name = re.sub(r"\W", "_", candidate) or "_"
     if name[0].isdigit():
         name = f"_{name}"
     return f"{name}_" if keyword.iskeyword(name) else name
 
 
-def _short_location(location: Any) -> str:
+def short_location(location: Any) -> str:
     if location is None:
         return ""
     return f"{os.path.basename(location.filename)}:{location.lineno}"
 
 
-def _render(value: Any, leaf: Callable[[Any], str]) -> str:
+def render(value: Any, leaf: Callable[[Any], str]) -> str:
     """Python-literal text of nested tuples/lists/dicts/slices; `leaf` renders the rest."""
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        items = [_render(v, leaf) for v in value]
+        items = [render(v, leaf) for v in value]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
     if isinstance(value, list):
-        return f"[{', '.join(_render(v, leaf) for v in value)}]"
+        return f"[{', '.join(render(v, leaf) for v in value)}]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_render(k, leaf)}: {_render(v, leaf)}"
+        return "{" + ", ".join(f"{render(k, leaf)}: {render(v, leaf)}"
                                for k, v in value.items()) + "}"
     if isinstance(value, slice):
-        parts = (_render(p, leaf) for p in (value.start, value.stop, value.step))
+        parts = (render(p, leaf) for p in (value.start, value.stop, value.step))
         return f"slice({', '.join(parts)})"
     return leaf(value)
 
 
-def _render_call(args: tuple, kwargs: dict[str, Any], leaf: Callable[[Any], str]) -> str:
-    parts = [_render(a, leaf) for a in args]
-    parts += [f"{k}={_render(v, leaf)}" for k, v in kwargs.items()]
+def render_call(args: tuple, kwargs: dict[str, Any], leaf: Callable[[Any], str]) -> str:
+    parts = [render(a, leaf) for a in args]
+    parts += [f"{k}={render(v, leaf)}" for k, v in kwargs.items()]
     return ", ".join(parts)
 
 
@@ -585,7 +557,7 @@ def _listing_rhs(node: Node) -> str:
     label = target_name(node.target)
     if getattr(node.target, "__module__", None) in ("operator", "_operator"):
         label = f"operator.{label}"
-    return f"call_function[{label}]({_render_call(node.args, node.kwargs, _listing_leaf)})"
+    return f"call_function[{label}]({render_call(node.args, node.kwargs, _listing_leaf)})"
 
 
 def _align(rows: list[list[str]]) -> list[str]:
@@ -600,182 +572,3 @@ def _align(rows: list[list[str]]) -> list[str]:
         cells = [row[i].ljust(widths[i]) for i in columns]
         lines.append(f"  {cells[0]} = {'   '.join(cells[1:])}".rstrip())
     return lines
-
-
-class PythonCode(NamedTuple):
-    """The source of a graph's `forward` function, the globals it reads, and the node each
-    line computes (`line_nodes[lineno - 1]`; None for the `def` line)."""
-
-    source: str
-    globals: dict[str, Any]
-    line_nodes: tuple[Node | None, ...]
-
-
-def generate_python(graph: Graph) -> PythonCode:
-    """Render `graph` as Python (see `Graph.python_code`).
-
-    Raises: RuntimeError if the graph has no output node.
-    """
-    writer = _CodeWriter(graph)
-    return PythonCode(writer.source, writer.globals, writer.line_nodes)
-
-
-class _CodeWriter:
-    """Writes one graph's `forward` source, collecting the globals it names."""
-
-    def __init__(self, graph: Graph) -> None:
-        output = graph.output_node
-        if output is None:
-            raise RuntimeError("Graph.python_code: the graph has no output node; call "
-                               "graph.output(values) first")
-        self.graph = graph
-        self.ops: dict[str, OpDef] = {}
-        self.globals: dict[str, Any] = {"ops": None, "attrs": graph.attrs, "np": np}
-        self._global_names: dict[int, str] = {}
-        # generated names must differ from every local of forward (a node without users
-        # is a bare call statement, not a local)
-        self._taken = set(RESERVED_NAMES) | {n.name for n in graph.nodes
-                                             if n.users or n.op in ("placeholder", "get_attr")}
-        params = ", ".join(n.name for n in graph.placeholders)
-        statements = _last_uses(graph)
-        body = [self._statement(node, dead) for node, dead in statements]
-        live = [n for n in output.all_input_nodes if "overwritten" in n.meta]
-        body.extend(self._bump(n) for n in live)
-        body.append(f"return {_render(output.args, self._leaf)}")
-        self.line_nodes = (None, *(node for node, _ in statements), output)
-        self.globals["ops"] = _OpNamespace(self.ops)
-        self.source = f"def forward({params}):\n" + "".join(f"    {line}\n" for line in body)
-
-    def _statement(self, node: Node, dead: list[Node]) -> str:
-        if node.op == "get_attr":
-            line = f"{node.name} = attrs[{node.target!r}]"
-        else:
-            args = node.args
-            if node.target is operator.getitem and len(args) == 2 and not node.kwargs:
-                call = f"{self._leaf(args[0])}[{_render(args[1], self._leaf)}]"
-            else:
-                call = f"{self._callee(node.target, node.meta.get('callee'))}(" \
-                       f"{_render_call(args, node.kwargs, self._leaf)})"
-            line = f"{node.name} = {call}" if node.users else call
-            if node.users and (node.meta.get("promotion") or _is_view(node)):
-                line += f"; {self._global(share_version, 'share_version')}" \
-                        f"({node.name}, {self._leaf(args[0])})"
-        for n in dead:
-            if "overwritten" in n.meta:
-                if n.meta["overwritten"][2] is node:
-                    line = f"{self._bump(n)}; {line}"
-                else:
-                    line += f"; {self._bump(n)}"
-        if dead:
-            line += f"; del {', '.join(n.name for n in dead)}"
-        location = _short_location(node.meta.get("source"))
-        return f"{line}  # {location}" if location else line
-
-    def _bump(self, node: Node) -> str:
-        storage, version, _ = node.meta["overwritten"]
-        return f"{self._global(bump_version, 'bump_version')}({node.name}, " \
-               f"{storage.bumps - version})"
-
-    def _callee(self, target: Any, name: str | None = None) -> str:
-        """The generated code's name for a call target; `name` (a node's
-        `meta["callee"]`) names a callable whose own name says less (a kernel's `run`)."""
-        if isinstance(target, OpDef):
-            name = target.name
-            counter = 0
-            while self.ops.get(name, target) is not target:
-                counter += 1
-                name = f"{target.name}_{counter}"
-            self.ops[name] = target
-            return f"ops.{name}"
-        return self._global(target, name or target_name(target))
-
-    def _leaf(self, value: Any) -> str:
-        if isinstance(value, Node):
-            return value.name
-        if isinstance(value, symbolic.SymInt):  # a generic graph runs specialized, not as is
-            return symbolic.render(value.expr, lambda k: f"s{k}")
-        kind = type(value)
-        if value is None or kind in (bool, int, str, bytes):
-            return repr(value)
-        if kind is float:
-            return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
-        if value is Ellipsis:
-            return "..."
-        if isinstance(value, np.dtype) and value.names is None:
-            return f"np.dtype({value.name!r})"
-        if isinstance(value, tuple):  # a namedtuple: rebuild it from its class
-            items = ", ".join(_render(v, self._leaf) for v in value)
-            return f"{self._global(kind, kind.__name__)}({items})"
-        base = getattr(value, "__name__", None)
-        if not isinstance(base, str):
-            text = repr(value)  # `jitgrad.float32` -> float32; else the type: `generator`
-            dotted = _DOTTED_NAME.fullmatch(text)
-            base = text.rsplit(".", 1)[-1] if dotted else kind.__name__.lower()
-        return self._global(value, base)
-
-    def _global(self, value: Any, base: str) -> str:
-        """The global name under which the generated code reads `value`."""
-        name = self._global_names.get(id(value))
-        if name is None:
-            base = _identifier(base)
-            name = base
-            counter = 0
-            while name in self._taken:
-                counter += 1
-                name = f"{base}_{counter}"
-            self._taken.add(name)
-            self._global_names[id(value)] = name
-            self.globals[name] = value
-        return name
-
-
-class _OpNamespace:
-    """`ops.<name>` in generated code: the OpDefs a graph calls, as attributes."""
-
-    def __init__(self, ops: dict[str, OpDef]) -> None:
-        self.__dict__.update(ops)
-
-    def __repr__(self) -> str:
-        return f"ops({', '.join(sorted(self.__dict__))})"
-
-
-def bump_version(value: Any, writes: int) -> None:
-    """Advance a tensor's version counter by the in-place writes that replaced its value
-    (Note [Eager versions of a functional graph])."""
-    if isinstance(value, Tensor):
-        value._version_counter().value += writes
-
-
-def share_version(value: Any, source: Any) -> None:
-    """A promotion cast or a view reports its source's in-place writes, as eager's view
-    shares its base's counter (Note [Eager versions of a functional graph])."""
-    if isinstance(value, Tensor) and isinstance(source, Tensor) and value is not source:
-        value._vc = source._version_counter()
-
-
-def _is_view(node: Node) -> bool:
-    """Whether `node` is, in eager, a view sharing its first argument's counter: its value
-    has a ViewInfo, and no value on its way to the root base was overwritten in the graph
-    (those counters are advanced by `bump_version` for the value alone)."""
-    val = node.meta.get("val")
-    if not (isinstance(val, Tensor) and val._view is not None and node.args and
-            isinstance(node.args[0], Node)) or "overwritten" in node.meta:
-        return False
-    source = node.args[0]
-    base = source.meta.get("val")
-    return isinstance(base, Tensor) and "overwritten" not in source.meta and (
-        source.op == "placeholder" or base._view is None or _is_view(source))
-
-
-def _last_uses(graph: Graph) -> list[tuple[Node, list[Node]]]:
-    """Each non-placeholder, non-output node with the intermediates it reads last."""
-    seen: set[Node] = set()
-    dead_after: dict[Node, list[Node]] = {}
-    for node in reversed(graph.nodes):
-        for used in node.all_input_nodes:
-            if used not in seen:
-                seen.add(used)
-                if node.op != "output" and used.op == "call_function":
-                    dead_after.setdefault(node, []).append(used)
-    return [(n, dead_after.get(n, [])) for n in graph.nodes
-            if n.op in ("call_function", "get_attr")]

@@ -1,6 +1,6 @@
 """`GraphModule`: a Graph compiled into a real Python function that runs eager ops.
 
-The function is `graph.python_code()` compiled under a readable file name,
+The function is `generate_python(graph)` compiled under a readable file name,
 `<jitgrad graph forward_3>`, whose source is registered in `linecache`, so a traceback
 through a graph shows the generated line (`relu = ops.relu(mm)  # train.py:13`), and that
 line names the user's file:line; an error raised in it is re-raised with that line
@@ -15,14 +15,15 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from jitgrad.trace.ir.graph import Graph, generate_python
+from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.ir.python_code import generate_python
 from jitgrad.trace.runtime import user_lines
 
 _FORWARD_IDS = itertools.count()
 
 
 class GraphModule:
-    """A Graph plus the function its `python_code()` defines.
+    """A Graph plus the function its generated Python (`generate_python`) defines.
 
     graph: the Graph (linted when compiled); attrs: values of its get_attr nodes,
     `graph.attrs` updated with the `attrs` argument (e.g. other parameters of the same
