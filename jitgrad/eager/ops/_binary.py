@@ -188,3 +188,25 @@ def unary(op: OpDef, x: Any, *, to_float: bool = False, **params: Any) -> Tensor
     if to_float and data.dtype.kind != "f":
         data = data.astype(dtypes.get_default_dtype().np)
     return apply_op(op, (x,), (data,), params)
+
+
+def scaled_number_overflows(input: Any, other: Any, alpha: Any) -> bool:
+    """Whether `input + alpha * other` (a float16/float32 tensor, a Python number) has an
+    `alpha * other` beyond the dtype's range while `other` is within it. PyTorch's loop
+    then fuses the product into the sum (one rounding: `add(-inf, 3e38, alpha=2)` is
+    -inf, `add(-3e38, 3e38, alpha=2)` 3e38), so jitgrad computes it in float64 and rounds
+    once, with `fused_scale` (campaign seed 1068125: the product rounded to inf first gave
+    NaN and inf)."""
+    if alpha == 1 or type(other) not in (int, float) or type(alpha) not in (int, float) \
+            or not isinstance(input, Tensor) or input._data.dtype.kind != "f" \
+            or input._data.dtype.itemsize >= 8:
+        return False
+    largest = float(np.finfo(input._data.dtype).max)
+    return abs(other) <= largest < abs(other * alpha)
+
+
+def fused_scale(input: Tensor, other: float, alpha: float) -> float:
+    """`alpha * other` as PyTorch's fused loop multiplies them: both rounded to the input's
+    dtype first, their product exact in float64 (24-bit significands)."""
+    kind = input._data.dtype.type
+    return float(kind(other)) * float(kind(alpha))

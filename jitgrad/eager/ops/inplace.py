@@ -36,6 +36,7 @@ from jitgrad.eager.ops._binary import (
     binary,
     binary_operands,
     broadcast_error,
+    scaled_number_overflows,
     shapes_of,
 )
 from jitgrad.eager.ops.creation import tensor
@@ -502,6 +503,8 @@ def _write_binary_directly(self: Tensor, name: str, args: tuple, kwargs: dict) -
     if type(alpha) not in (int, float):
         return False
     if alpha != 1:  # as the functional op: alpha * other first (in x's dtype)
+        if scaled_number_overflows(self, other, alpha):
+            return False  # the functional op rounds the fused sum once
         if type(other) in (int, float):
             other = other * alpha
         elif other._data.dtype == data.dtype:

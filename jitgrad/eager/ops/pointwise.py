@@ -24,9 +24,11 @@ from jitgrad.eager.ops._binary import (  # noqa: F401  (dtype names re-exported)
     binary,
     broadcast_error,
     cast_operands,
+    fused_scale,
     not_implemented_for,
     require_tensor,
     result_dtype,
+    scaled_number_overflows,
     unary,
 )
 from jitgrad.eager.ops.checks import check_values
@@ -78,6 +80,9 @@ DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcasting. Raises RuntimeError on incompatible shapes."""
+    if scaled_number_overflows(input, other, alpha):
+        return binary(ADD, input.to(dtypes.float64), fused_scale(input, other, alpha)
+                      ).to(input.dtype)
     return binary(ADD, input, _scaled(input, other, alpha))
 
 
@@ -94,7 +99,11 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
+    if scaled_number_overflows(input, other, alpha):
+        return binary(SUB, input.to(dtypes.float64), fused_scale(input, other, alpha)
+                      ).to(input.dtype)
     return binary(SUB, input, _scaled(input, other, alpha))
+
 
 
 def _scaled(input: Any, other: Any, alpha: Any) -> Any:
