@@ -80,7 +80,7 @@ DIV = register("div", np.true_divide, _div_backward, inputs=AB, saves=AB, saved_
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcasting. Raises RuntimeError on incompatible shapes."""
-    if scaled_number_overflows(input, other, alpha):
+    if alpha != 1 and scaled_number_overflows(input, other, alpha):  # (add is hot)
         return binary(ADD, input.to(dtypes.float64), fused_scale(input, other, alpha)
                       ).to(input.dtype)
     return binary(ADD, input, _scaled(input, other, alpha))
@@ -99,7 +99,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
-    if scaled_number_overflows(input, other, alpha):
+    if alpha != 1 and scaled_number_overflows(input, other, alpha):  # (add is hot)
         return binary(SUB, input.to(dtypes.float64), fused_scale(input, other, alpha)
                       ).to(input.dtype)
     return binary(SUB, input, _scaled(input, other, alpha))
