@@ -330,19 +330,22 @@ def _first_member(group: FusionGroup, run: NodeValues) -> tuple[Node, Difference
 
 
 def _debug_units(group: FusionGroup) -> list[FusionGroup]:
-    """`group` split so every member is an output: its pointwise members by shape, and its
+    """`group` split so every member is an output: its pointwise members by shape, and each
     reduction (with its companion) alone; values between units come from eager."""
-    spec = group.spec
-    core = [n for n in group.nodes if spec is not None and n in (group.reduction,
-                                                                   spec.companion)]
+    reductions = dict(group.chain)
+    if group.reduction is not None and group.spec is not None:
+        reductions[group.reduction] = group.spec
+    core = {n for r, spec in reductions.items() for n in (r, spec.companion) if n is not None}
     by_shape: dict[tuple[int, ...], list[Node]] = {}
     for node in group.nodes:
         if node not in core:
             by_shape.setdefault(tuple(node.meta["val"].shape), []).append(node)
     units = [_unit(group.index, shape, nodes, nodes) for shape, nodes in by_shape.items()]
-    if core and spec is not None:  # (core is empty without a spec)
-        written = [n for n in core if not (spec.kind == "cross_entropy" and n is spec.companion)]
-        units.append(_unit(group.index, group.shape, core, written, group.reduction, spec))
+    for reduction, spec in reductions.items():
+        nodes = [n for n in group.nodes if n in (reduction, spec.companion)]
+        written = [n for n in nodes if not (spec.kind == "cross_entropy" and n is spec.companion)]
+        units.append(_unit(group.index, tuple(spec.source.meta["val"].shape), nodes, written,
+                           reduction, spec))
     return units
 
 

@@ -30,128 +30,47 @@ log_softmax over the classes, i.e. cross-entropy) on a float32/float64 input X s
   iterating over that value's shape joins, when the merged group can run at its last
   member (the placement rule of Note [Pointwise fusion]): e.g. `x.sum(1) / n`, `x.amax(1)
   + b`, `softmax(x) * y`. Other readers see the materialized result.
-A reduction group never absorbs another reduction; chained reductions are separate
-kernels. How the kernels loop is Note [Reduction kernels] in reductions.py.
+A reduction group never absorbs another reduction. How the kernels loop is Note
+[Reduction kernels] in reductions.py.
+
+Note [Row groups]: composed normalizations (softmax as `exp(x - amax) / sum`, variance
+as `((x - mean) ** 2).mean()`, layer_norm and RMSNorm from means, their backward graphs)
+chain reductions over the same rows with pointwise code between them that reads a
+reduction's result broadcast back over the rows. One *row group* computes such a chain
+(Inductor's persistent reductions): reductions of a CHAINED kind (sum, mean, amax, amin)
+over the same input shape S and dims, the pointwise groups over S ("over the rows") and
+those over the kept elements (`x.sum(-1) / n`, of either keepdim form). Before the
+reduction groups are formed, each such reduction seeds a group that absorbs its
+neighbours (readers and inputs): another such reduction over the same rows, or a whole
+pointwise group over the rows or the kept elements, while
+- a member over the rows reads a member over the kept elements only in the keepdim form
+  (broadcast along the reduced dims: `x - x.mean(1)` of a square x broadcasts along dim
+  1, so it is not a row read), and a member over the kept elements reads none over the
+  rows;
+- the group can run at its last member (the placement rule of Note [Pointwise fusion]),
+  with at most MAX_NODES members.
+A seed that gathers a second reduction, or pointwise code over the rows reading its
+result, becomes a row group (its kernel: Note [Row kernels] in rows.py); a lone
+reduction stays a reduction group, with its prologue and epilogue.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from jitgrad.codegen.lowering import KERNEL_DTYPES, is_lowerable, lower_node
-from jitgrad.eager.ops.registry import OPS
+from jitgrad.codegen.reduction_rules import CHAINED, ReductionSpec, reduction_spec
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Graph, Node, describe_value, target_name
-
-REDUCTION_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
-# reductions whose output has the input's shape (they normalize along the reduced dims)
-NORMALIZING = frozenset({"softmax", "log_softmax", "layer_norm"})
-_REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "argmax", "argmin", "var", "std",
-                         "logsumexp", "softmax", "log_softmax", "layer_norm", "nll_loss",
-                         "max", "min"})
-# ops whose forward is another kind's (a full max is amax over all dims; only their
-# backward formulas differ, and backward graphs are built from those)
-_KIND_OF = {"max": "amax", "min": "amin"}
-
 
 # members per pointwise group: numba's SSA pass recurses once per statement of a kernel,
 # and a 200-op chain in one kernel overflowed Python's recursion limit
 MAX_NODES = 64
-
-
-@dataclass(frozen=True)
-class ReductionSpec:
-    """What a reduction node computes, as the kernels see it (Note [Reduction fusion]).
-
-    kind: the op name ("cross_entropy" for nll_loss of a log_softmax); source: the node
-    whose values are reduced (X; for cross-entropy, the log_softmax's input); dims: the
-    reduced dims of X's shape, sorted (all of them for dim=None, () for a 0-d X);
-    companion: the take_along of max/min(dim) or the log_softmax of cross-entropy, if any.
-    """
-
-    kind: str
-    source: Node
-    dims: tuple[int, ...]
-    companion: Node | None = None
-
-    @property
-    def normalizing(self) -> bool:
-        """Whether the result has X's shape (softmax, log_softmax, layer_norm)."""
-        return self.kind in NORMALIZING
-
-
-def reduction_spec(node: Node) -> ReductionSpec | None:
-    """The ReductionSpec of `node`, or None when it is not a reduction the kernels cover.
-
-    Covered: a float32/float64 X whose result keeps X's dtype (indices for argmax/argmin),
-    layer_norm with absent or same-dtype weight/bias, and nll_loss (any reduction, optional
-    class weights) of a log_softmax over dim 1 of an (N, C) X read by nothing else.
-    """
-    name = getattr(node.target, "name", None)
-    if node.op != "call_function" or name not in _REDUCTIONS or OPS.get(name) is not node.target:
-        return None
-    kind = _KIND_OF.get(name, name)
-    source = node.args[0]
-    if kind == "nll_loss":
-        return _cross_entropy_spec(node)
-    if not isinstance(source, Node) or _dtype(source) not in REDUCTION_DTYPES:
-        return None
-    ndim = source.meta["val"].ndim
-    if ndim == 0 and kind != "layer_norm":  # no dims: eager's dim 0 is the value itself
-        return ReductionSpec(kind, source, ()) if _dtype(node) in (
-            _dtype(source), np.dtype(np.int64)) else None
-    if kind in ("argmax", "argmin"):
-        dim = node.kwargs["dim"]
-        dims = tuple(range(ndim)) if dim is None else (dim,)
-        return ReductionSpec(kind, source, dims, _take_along_of(node, source, dim))
-    if _dtype(node) != _dtype(source):
-        return None
-    if kind == "layer_norm":
-        if any(a is not None and (not isinstance(a, Node) or _dtype(a) != _dtype(source)
-                                  or a.meta["val"].ndim != node.kwargs["normalized_ndim"])
-               for a in node.args[1:]):
-            return None
-        return ReductionSpec(kind, source, tuple(range(ndim - node.kwargs["normalized_ndim"],
-                                                       ndim)))
-    dims = node.kwargs["dims"]
-    return ReductionSpec(kind, source, tuple(range(ndim)) if dims is None else tuple(dims))
-
-
-def _dtype(node: Any) -> np.dtype | None:
-    val = node.meta.get("val") if isinstance(node, Node) else None
-    return val.dtype.np if isinstance(val, Tensor) else None
-
-
-def _take_along_of(argmax: Node, source: Node, dim: int | None) -> Node | None:
-    """The take_along(X, argmax, dim) of max/min(dim), if it is among argmax's readers."""
-    if dim is None:
-        return None
-    for user in argmax.users:
-        if user.op == "call_function" and user.target is OPS["take_along"] \
-                and user.args[:2] == (source, argmax) and user.kwargs.get("dim") == dim:
-            return user
-    return None
-
-
-def _cross_entropy_spec(nll: Node) -> ReductionSpec | None:
-    log_probs, target, weight = nll.args
-    if not (isinstance(log_probs, Node) and log_probs.op == "call_function"
-            and log_probs.target is OPS["log_softmax"] and log_probs.kwargs["dims"] == (1,)
-            and list(log_probs.users) == [nll]):
-        return None
-    source = log_probs.args[0]
-    if not isinstance(source, Node) or _dtype(source) not in REDUCTION_DTYPES \
-            or _dtype(log_probs) != _dtype(source) or source.meta["val"].ndim != 2:
-        return None
-    if _dtype(target) != np.dtype(np.int64) or (
-            weight is not None and (not isinstance(weight, Node)
-                                    or _dtype(weight) != _dtype(source))):
-        return None
-    return ReductionSpec("cross_entropy", source, (1,), log_probs)
 
 
 @dataclass
@@ -163,7 +82,8 @@ class FusionGroup:
     fusion]); shape: the iteration shape (every member's output shape for a pointwise
     group; the reduced input's shape for a reduction group); reduction: the reduction
     node of a reduction group (Note [Reduction fusion]), else None; spec: its
-    ReductionSpec.
+    ReductionSpec; chain: the reductions of a row group and their specs (Note [Row
+    groups]), empty for other groups.
     """
 
     index: int
@@ -173,15 +93,25 @@ class FusionGroup:
     outputs: list[Node] = field(default_factory=list)
     reduction: Node | None = None
     spec: ReductionSpec | None = None
+    chain: dict[Node, ReductionSpec] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return f"fused_{self.index}"
 
+    @property
+    def pointwise(self) -> bool:
+        """Whether the group has no reduction (neither a reduction group nor a row group)."""
+        return self.reduction is None and not self.chain
+
     def __str__(self) -> str:
         """`fused_0 [3, 4]: mul, exp, add -> (%add,)`, then one line per member; a
-        reduction group says `fused_1 [3, 4] reducing dims (1,): exp, sum -> (%sum)`."""
-        reducing = "" if self.spec is None else f" reducing dims {self.spec.dims}"
+        reduction group says `fused_1 [3, 4] reducing dims (1,): exp, sum -> (%sum)`, a
+        row group `fused_2 [3, 4] reducing dims (1,) in rows: amax, sub, exp, sum, div ->
+        (%div)`."""
+        spec = self.spec or next(iter(self.chain.values()), None)
+        reducing = "" if spec is None else f" reducing dims {spec.dims}"
+        reducing += " in rows" if self.chain else ""
         header = (f"{self.name} {list(self.shape)}{reducing}: "
                   f"{', '.join(target_name(n.target) for n in self.nodes)} -> "
                   f"({', '.join(repr(n) for n in self.outputs)})")
@@ -258,9 +188,13 @@ def find_fusion_groups(graph: Graph) -> list[FusionGroup]:
         group_of[node] = target
     specs = {node: spec for node in graph.nodes
              if (spec := reduction_spec(node)) is not None}
+    rows = _row_groups(specs, groups, group_of, position)
+    groups += rows
+    chained = {node for group in rows for node in group.chain}
     companions = {spec.companion for spec in specs.values()}
     for node, spec in specs.items():
-        if node not in companions:  # a log_softmax of cross-entropy is in the loss's group
+        # a log_softmax of cross-entropy is in the loss's group
+        if node not in companions and node not in chained:
             groups.append(_reduction_group(node, spec, groups, group_of, position))
     groups.sort(key=lambda g: position[g.nodes[-1]])
     for index, group in enumerate(groups):
@@ -283,7 +217,7 @@ def _reduction_group(node: Node, spec: ReductionSpec, groups: list[FusionGroup],
         core = [node]
         group = FusionGroup(0, shape, [node], reduction=node, spec=spec)
     prologue = group_of.get(spec.source)
-    if prologue is not None and prologue.reduction is None and prologue.shape == shape and all(
+    if prologue is not None and prologue.pointwise and prologue.shape == shape and all(
             user in core or user in prologue.nodes
             for member in prologue.nodes for user in member.users):
         groups.remove(prologue)
@@ -305,6 +239,125 @@ def _reduction_group(node: Node, spec: ReductionSpec, groups: list[FusionGroup],
     return group
 
 
+def _row_groups(specs: dict[Node, ReductionSpec], groups: list[FusionGroup],
+                group_of: dict[Node, FusionGroup], position: dict[Node, int]
+                ) -> list[FusionGroup]:
+    """The row groups of the graph (Note [Row groups]), their pointwise groups taken out of
+    `groups`; `group_of` maps their members to them."""
+    found = []
+    for seed, spec in specs.items():
+        if seed in group_of or not _chains(spec):
+            continue
+        group = _grow_row_group(seed, spec, specs, group_of, position)
+        if group is None:
+            continue
+        for member in group.nodes:
+            part = group_of.get(member)
+            if part is not None and part in groups:
+                groups.remove(part)
+            group_of[member] = group
+        found.append(group)
+    return found
+
+
+def _chains(spec: ReductionSpec) -> bool:
+    """Whether a row group may hold this reduction: a chained kind over a non-empty
+    iteration shape whose reduced dims hold more than one element."""
+    shape = spec.source.meta["val"].shape
+    return spec.kind in CHAINED and bool(spec.dims) and math.prod(shape) > 0 \
+        and math.prod(shape[d] for d in spec.dims) > 1
+
+
+def _grow_row_group(seed: Node, spec: ReductionSpec, specs: dict[Node, ReductionSpec],
+                    group_of: dict[Node, FusionGroup], position: dict[Node, int]
+                    ) -> FusionGroup | None:
+    """The row group grown from reduction `seed` by absorbing neighbouring chained
+    reductions over the same rows and whole pointwise groups over the rows or over the
+    kept elements, while the group stays valid (`_valid_row_group`); None when it fuses
+    nothing a reduction group would not (one reduction, no pointwise code reading it)."""
+    shape = tuple(spec.source.meta["val"].shape)
+    rows = _Rows(shape, spec.dims)
+    members, chain = [seed], {seed: spec}
+    grown = True
+    while grown:
+        grown = False
+        for member in list(members):
+            for neighbour in [*member.all_input_nodes, *member.users]:
+                if neighbour in chain or neighbour in members:
+                    continue
+                part: list[Node]
+                other = specs.get(neighbour)
+                group = group_of.get(neighbour)
+                if other is not None and neighbour not in group_of and _chains(other) \
+                        and tuple(other.source.meta["val"].shape) == shape \
+                        and other.dims == spec.dims:
+                    part, joining = [neighbour], {neighbour: other}
+                elif group is not None and group.pointwise \
+                        and (group.shape == shape or rows.kept_form(group.shape)):
+                    part, joining = group.nodes, {}
+                else:
+                    continue
+                trial = sorted(members + part, key=position.__getitem__)
+                if _valid_row_group(trial, chain | joining, rows, position):
+                    members, chain, grown = trial, chain | joining, True
+    broadcasts = any(tuple(n.meta["val"].shape) == shape and any(
+        a in members and not rows.full(a) for a in n.all_input_nodes) for n in members)
+    if len(chain) < 2 and not broadcasts:
+        return None
+    return FusionGroup(0, shape, members,
+                       chain={r: chain[r] for r in members if r in chain})
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The iteration shape of a row group and its reduced dims."""
+
+    shape: tuple[int, ...]
+    dims: tuple[int, ...]
+
+    def full(self, node: Node) -> bool:
+        return tuple(node.meta["val"].shape) == self.shape
+
+    def kept_form(self, shape: tuple[int, ...]) -> bool:
+        """Whether a value of `shape` holds one element per kept element, in their order
+        (`x.sum(-1)` or `x.sum(-1, keepdim=True)` of any rank)."""
+        kept = [self.shape[d] for d in range(len(self.shape)) if d not in self.dims]
+        return [n for n in shape if n != 1] == [n for n in kept if n != 1]
+
+    def broadcasts_per_row(self, shape: tuple[int, ...]) -> bool:
+        """Whether a value of `shape`, broadcast to the rows, is constant along the reduced
+        dims and spans the kept ones (the keepdim form)."""
+        if len(shape) > len(self.shape):
+            return False
+        aligned = (1,) * (len(self.shape) - len(shape)) + tuple(shape)
+        return all(aligned[d] == (1 if d in self.dims else self.shape[d])
+                   for d in range(len(self.shape)))
+
+
+def _valid_row_group(members: list[Node], chain: dict[Node, ReductionSpec], rows: _Rows,
+                     position: dict[Node, int]) -> bool:
+    """Whether `members` can run as one row kernel: at most MAX_NODES; a member over the
+    rows reads members over the kept elements only in the keepdim form, a member over
+    the kept elements reads no member over the rows (Note [Row groups]); and the group
+    can run at its last member (every outside reader comes later)."""
+    if len(members) > MAX_NODES:
+        return False
+    inside = set(members)
+    for node in members:
+        if node in chain:
+            continue
+        full = rows.full(node)
+        for arg in node.all_input_nodes:
+            if arg not in inside:
+                continue
+            if rows.full(arg) != full and not (
+                    full and rows.broadcasts_per_row(tuple(arg.meta["val"].shape))):
+                return False
+    limit = position[members[-1]]
+    return all(user in inside or position[user] > limit
+               for node in members for user in node.users)
+
+
 def _epilogue_candidates(results: list[Node], group_of: dict[Node, FusionGroup]
                          ) -> list[FusionGroup]:
     """Pointwise groups reading one of `results`, in order of first reader."""
@@ -312,7 +365,7 @@ def _epilogue_candidates(results: list[Node], group_of: dict[Node, FusionGroup]
     for result in results:
         for user in result.users:
             group = group_of.get(user)
-            if group is not None and group.reduction is None and group not in candidates:
+            if group is not None and group.pointwise and group not in candidates:
                 candidates.append(group)
     return candidates
 

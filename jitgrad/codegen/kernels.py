@@ -249,8 +249,12 @@ class Kernel:
     """
 
     def __new__(cls, group: FusionGroup, directory: Path | None = None) -> Any:
-        """A reduction group (`group.reduction` set) gets a reductions.ReductionKernel, which
-        takes and returns the same values; a pointwise group gets a Kernel."""
+        """A reduction group (`group.reduction` set) gets a reductions.ReductionKernel and a
+        row group a rows.RowKernel, which take and return the same values; a pointwise
+        group gets a Kernel."""
+        if group.chain:  # a row group (Note [Row kernels] in rows.py)
+            from jitgrad.codegen.rows import RowKernel
+            return RowKernel(group, directory)
         if group.reduction is not None:
             # reductions.py builds on this module's layout helpers, so it is imported here
             from jitgrad.codegen.reductions import ReductionKernel

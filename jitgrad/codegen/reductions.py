@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from jitgrad.codegen import cache, progress
-from jitgrad.codegen.fusion import FusionGroup, ReductionSpec, describe_node
+from jitgrad.codegen.fusion import FusionGroup, describe_node
 from jitgrad.codegen.kernels import (
     PARALLEL_THRESHOLD,
     allocate,
@@ -81,10 +81,11 @@ from jitgrad.codegen.kernels import (
     log_kernel,
     node_statements,
 )
+from jitgrad.codegen.reduction_rules import ReductionSpec
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Node
 
-_PRELUDE = '''\
+REDUCTION_PRELUDE = '''\
 import math
 
 import numpy as np
@@ -128,6 +129,7 @@ def _nan_ignoring(name):
 
 
 _maxnum = _nan_ignoring("maxnum")
+_minnum = _nan_ignoring("minnum")
 '''
 
 
@@ -329,7 +331,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     params = [op.name for op in source.operands]
     if spec.kind == "cross_entropy":
         params += ["total", "bad"]
-    lines = [_PRELUDE]
+    lines = [REDUCTION_PRELUDE]
     program = _KINDS[spec.kind](source)
     variants = [("kernel", "range", "", "general"),
                 ("kernel_parallel", "prange", ", parallel=True", "general"),

@@ -70,9 +70,11 @@ def test_a_group_is_not_extended_past_an_extern_reading_it():
 
 
 def test_an_epilogue_needs_the_reduced_shape():
-    # x - mean broadcasts the mean back over x: a new pointwise kernel, not an epilogue
+    # x - mean broadcasts the mean back over x: not an epilogue of the mean, whose
+    # reduction group would have to write it first; a row group computes both per row
     groups = groups_of(lambda x: (x - x.mean(1, keepdim=True)) * 2.0, X)
-    assert names(groups) == [["mean"], ["sub", "mul"]]
+    assert names(groups) == [["mean", "sub", "mul"]]
+    assert groups[0].reduction is None and list(groups[0].chain) == groups[0].nodes[:1]
 
 
 def test_max_with_dim_is_one_group_with_its_values():
