@@ -35,6 +35,7 @@ BENCHMARKS: tuple[tuple[str, bool], ...] = (
     ("codegen_pointwise", True),
     ("codegen_reductions", True),
     ("train_step", True),
+    ("cold_compile", True),
     ("lstm_lm", True),
     ("distributed", True),
     ("dynamic_shapes", True),
