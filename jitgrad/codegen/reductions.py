@@ -61,8 +61,8 @@ the same order.
 
 from __future__ import annotations
 
+import ast
 import math
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -430,26 +430,37 @@ def _row_steps(source: _Source, program: _Program, rows: bool = False) -> list[s
 
 
 def _column_steps(source: _Source, program: _Program) -> list[str]:
-    """The steps with each state local `x` an array `st_x[k]` over the nk columns."""
-    pattern = re.compile(r"\b(" + "|".join(name for name, _ in program.state) + r")\b")
-
-    def per_column(line: str) -> str:
-        return pattern.sub(r"st_\1[k]", line)
-
+    """The steps with each state local `x` an array `st_x[k]` over the nk columns: each
+    per-column block loads the state it reads and stores the state it writes."""
+    state = [name for name, _ in program.state]
     reduced = {op.name: f"{op.name}[b_{op.name} + k * t_{op.name}]" for op in source.strided
                if op.space == "reduced"}
     lines = []
     for step in program.steps:
         if step.is_pass and step.condition is not None:
             lines += ["any_column = False", "for k in range(nk):",
-                      f"    any_column |= {per_column(step.condition)}", "if any_column:",
-                      *(f"    {line}" for line in _column_pass(source, step, per_column))]
+                      *(f"    {line}" for line in _per_column(
+                          [f"any_column |= {step.condition}"], state)),
+                      "if any_column:",
+                      *(f"    {line}" for line in _column_pass(source, step, state))]
         elif step.is_pass:
-            lines += _column_pass(source, step, per_column)
+            lines += _column_pass(source, step, state)
         else:
             lines.append("for k in range(nk):")
-            lines += [f"    {per_column(_fill(line, reduced))}" for line in step.lines]
+            lines += [f"    {line}" for line in _per_column(
+                [_fill(line, reduced) for line in step.lines], state)]
     return lines
+
+
+def _per_column(block: list[str], state: list[str]) -> list[str]:
+    """`block` (whole statements) for column k: the state locals it reads loaded from
+    their `st_` arrays first, those it assigns stored back after (found by parsing it)."""
+    tree = ast.parse("\n".join(block))
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+               and isinstance(n.ctx, ast.Store)}
+    return [*(f"{name} = st_{name}[k]" for name in state if name in used), *block,
+            *(f"st_{name}[k] = {name}" for name in state if name in written)]
 
 
 def _pass_operands(source: _Source, step: _Step) -> list[tuple[int, _Operand]]:
@@ -526,15 +537,15 @@ def _dense_row_pass(source: _Source, step: _Step) -> list[str]:
     return lines
 
 
-def _column_pass(source: _Source, step: _Step, per_column: Any) -> list[str]:
+def _column_pass(source: _Source, step: _Step, state: list[str]) -> list[str]:
     """The column variant of `_pass`: for each reduced element, a loop over the nk
-    columns (contiguous when `dense`), updating per-column state; a partial sum goes
-    straight into its float64 total."""
+    columns (contiguous when `dense`), updating per-column state; a partial sum is one
+    term long, added to its float64 total at once."""
     operands = _pass_operands(source, step)
     element = (source.prologue_body() if step.prologue else []) + step.lines
     if step.partial is not None:
-        name, _, total = step.partial
-        element = [re.sub(rf"\b{name}\b", total, line) for line in element]
+        name, dtype, total = step.partial
+        element = [f"{name} = {dtype}(0.0)", *element, f"{total} += np.float64({name})"]
     lines = _row_offsets(operands)
     lines.append("    for jj in range(m):")
     lines += [f"        e_{op.name} = c_{op.name} + jj * s_{op.name}" for _, op in operands]
@@ -543,11 +554,13 @@ def _column_pass(source: _Source, step: _Step, per_column: Any) -> list[str]:
               for _, op in operands]
     lines.append("            for k in range(nk):")
     dense = {op.name: f"row_{op.name}[k]" for _, op in operands} | {"index": "r * m + jj"}
-    lines += [f"                {per_column(_fill(line, dense))}" for line in element]
+    lines += [f"                {line}" for line in _per_column(
+        [_fill(line, dense) for line in element], state)]
     lines += ["        else:", "            for k in range(nk):"]
     strided = {op.name: f"{op.name}[e_{op.name} + k * t_{op.name}]"
                for _, op in operands} | {"index": "r * m + jj"}
-    lines += [f"                {per_column(_fill(line, strided))}" for line in element]
+    lines += [f"                {line}" for line in _per_column(
+        [_fill(line, strided) for line in element], state)]
     return lines
 
 

@@ -136,3 +136,23 @@ def test_scalars_that_fit_convert_as_torch():
     assert jg.ones(2, dtype=jg.float16).fill_(65504.0).tolist() == [65504.0, 65504.0]
     assert jg.ones(2, dtype=jg.int64).fill_(2.7).tolist() == [2, 2]
     assert jg.full((2,), True).dtype == jg.bool and jg.full((2,), 3).dtype == jg.int64
+
+
+@pytest.mark.parametrize("dtype", [jg.float32, jg.float64, jg.float16])
+@pytest.mark.parametrize("op", ["add_alpha", "sub_alpha_int"])
+def test_a_large_scaled_update_in_blocks_equals_the_functional_op(op, dtype):
+    # above one block (2^17 elements) the scaled operand is computed block by block, and
+    # the tail block is partial; the values are the functional op's, bit for bit
+    rng = np.random.default_rng(2)
+    shape = (3, 2**17 // 3 + 1000)
+    x = jg.tensor(rng.uniform(-3, 3, shape), dtype=dtype)
+    y = jg.tensor(rng.uniform(-3, 3, shape), dtype=dtype)
+    want = FUNCTIONAL[op](x, y)
+    memory, version = x._data, x._version
+    OPS[op](x, y)
+    assert x._data is memory and x._version == version + 1
+    np.testing.assert_array_equal(x.numpy(), want.numpy())
+    same = jg.tensor(rng.uniform(-3, 3, shape), dtype=dtype)
+    want = FUNCTIONAL[op](same, same)
+    OPS[op](same, same)  # the operand is the target itself
+    np.testing.assert_array_equal(same.numpy(), want.numpy())
