@@ -9,7 +9,10 @@ results are wrapped into Tensors (`tensor_of`). So nothing inside constructs a T
 dispatches through an OpDef or records autograd history: these programs run under
 no_grad, or as the forward and backward graphs of a CompiledRegion, whose one autograd
 node the region records itself (Note [Joint graphs] in autograd.py). A returned input or
-constant is the caller's Tensor object itself, as the captured graph returns it.
+constant is the caller's Tensor object itself, as the captured graph returns it. A
+functionalized `target.copy_(source)` whose source array nothing else reads returns that
+array as the copy when it already is one (`copy_reusing_source`): the write-back into
+the real tensor is then the update's only copy.
 
 The program is a Graph of array-level calls rendered by GraphModule, so it reads like
 the captured graph (one line per node, the user's file:line beside it, each value freed
@@ -30,6 +33,7 @@ import numpy as np
 
 from jitgrad.codegen.fusion import FusionGroup
 from jitgrad.eager.grad_mode import set_grad_mode
+from jitgrad.eager.ops.inplace import COPY
 from jitgrad.eager.ops.registry import OpDef, laid_out_forward
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Graph, Node, map_arg
@@ -69,7 +73,8 @@ def build_program_graph(graph: Graph, groups: list[FusionGroup],
     tensors: dict[Node, Node] = {}  # placeholders and constants: the caller's Tensor
     group_at = {group.nodes[-1]: (group, kernel)
                 for group, kernel in zip(groups, kernels, strict=True)}
-    members = {node for group in groups for node in group.nodes}
+    group_of = {node: group for group in groups for node in group.nodes}
+    members = set(group_of)
 
     def array_of(node: Node) -> Any:
         if node not in arrays:  # an input or constant, unwrapped where first read
@@ -99,12 +104,38 @@ def build_program_graph(graph: Graph, groups: list[FusionGroup],
             program.output(map_arg(node.args, result))
         else:
             target, callee = _array_target(node.target)
+            if node.target is COPY and _sole_reader(node, group_of):
+                target, callee = copy_reusing_source, "copy_reusing_source"
             call = program.call_function(target, array_args(node.args),
                                          array_args(node.kwargs), name=node.name)
             if callee is not None:
                 call.meta["callee"] = callee
             arrays[node] = _copy_meta(node, call)
     return program
+
+
+def _sole_reader(copy: Node, group_of: dict[Node, FusionGroup]) -> bool:
+    """Whether `copy` is the only reader of its source's array, a value the program
+    computes (members of the source's own fusion group read it inside the kernel)."""
+    source = copy.args[1]
+    if not (isinstance(source, Node) and source.op == "call_function"):
+        return False
+    group = group_of.get(source)
+    return all(user is copy or (group is not None and group_of.get(user) is group)
+               for user in source.users)
+
+
+def copy_reusing_source(target: np.ndarray, source: Any) -> np.ndarray:
+    """The functional copy of `source` over `target` (a functionalized `target.copy_(
+    source)`, Note [Functionalized in-place ops] in fake.py), for a source nothing else
+    reads: the source array itself when it owns its memory and already is the copy (the
+    target's shape, dtype and strides), else a fresh copy as the op's forward makes. An
+    optimizer step's new parameter and moments so skip one pass over memory each."""
+    if isinstance(source, np.ndarray) and source.base is None \
+            and source.shape == target.shape and source.dtype == target.dtype \
+            and source.strides == target.strides:
+        return source
+    return cast(np.ndarray, COPY.forward(target, source))
 
 
 def _array_target(target: Any) -> tuple[Callable[..., Any], str | None]:
