@@ -10,6 +10,11 @@ A second table times in-place updates of 2^24 float32 elements (what every optim
 pays): copy_, add_, mul_(0.5), add_(alpha=-0.1) and zero_, beside numpy writing with
 `out=` and torch eager.
 
+A third table times the chain forward and backward (`chain(a, b).sum().backward()`)
+eager and with the chain compiled: jitgrad.compile(backend="numba"), whose backward is
+one compiled graph, beside torch eager and torch.compile (issue 12 aim: compiled <= 0.5x
+torch.compile).
+
 Run: python -m benchmarks.eager_overhead
 """
 
@@ -50,6 +55,31 @@ def variants() -> tuple[dict, dict]:
         forward["torch eager (recording)"] = lambda: _chain(a_t, b_t, torch.tanh)
         backward["torch eager"] = lambda: _chain(a_t, b_t, torch.tanh).sum().backward()
     return forward, backward
+
+
+def _chain_sum(a, b):
+    return _chain(a, b, type(a).tanh).sum()
+
+
+def compiled_chain_variants() -> dict:
+    """fwd+bwd of the chain, eager and compiled, for jitgrad and torch."""
+    import jitgrad as jg
+
+    rng = np.random.default_rng(0)
+    a_np = rng.uniform(-1, 1, SIZE).astype(np.float32)
+    b_np = rng.uniform(-1, 1, SIZE).astype(np.float32)
+    libraries = {"jitgrad": (jg, jg.compile(_chain_sum, backend="numba"))}
+    torch = try_import_torch()
+    if torch is not None:
+        libraries["torch"] = (torch, torch.compile(_chain_sum))
+    runs = {}
+    for name, (lib, compiled) in libraries.items():
+        a = lib.tensor(a_np, requires_grad=True)
+        b = lib.tensor(b_np)
+        runs[f"{name} eager"] = lambda a=a, b=b: _chain_sum(a, b).backward()
+        label = f"{name} compiled (numba)" if name == "jitgrad" else "torch.compile (inductor)"
+        runs[label] = lambda a=a, b=b, compiled=compiled: compiled(a, b).backward()
+    return runs
 
 
 INPLACE_SIZE = 1 << 24
@@ -100,6 +130,10 @@ def main() -> None:
         per_node.append((name, (medians[f"{name} fwd+bwd"] - recording) / (N_OPS + 1) * 1e6))
     print_table("Backward, per node ((fwd+bwd - fwd) / 51 nodes)", per_node, "us/node",
                 "torch eager" if "torch eager" in backward else "jitgrad eager")
+    medians = interleaved_medians(compiled_chain_variants(), number=200)
+    print_table(f"{N_OPS}-op chain on {SIZE} float32 elements, forward + backward (1 thread, "
+                "median)", [(name, seconds * 1e6) for name, seconds in medians.items()],
+                "us/call", "jitgrad eager")
 
 
 if __name__ == "__main__":
