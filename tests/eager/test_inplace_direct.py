@@ -156,3 +156,22 @@ def test_a_large_scaled_update_in_blocks_equals_the_functional_op(op, dtype):
     want = FUNCTIONAL[op](same, same)
     OPS[op](same, same)  # the operand is the target itself
     np.testing.assert_array_equal(same.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_composite_forwards_in_their_own_buffers_equal_the_formula(dtype):
+    # Note [Composite forwards in place] in jitgrad/eager/ops/nn_ops.py: the same ufuncs,
+    # bit for bit, and the input is left as it was
+    data = (np.random.default_rng(3).standard_normal((5, 9)) * 4).astype(dtype)
+    x = jg.tensor(data.copy())
+    shifted = data - data.max(-1, keepdims=True)
+    e = np.exp(shifted)
+    np.testing.assert_array_equal(x.softmax(-1).numpy(), e / e.sum(-1, keepdims=True))
+    np.testing.assert_array_equal(x.log_softmax(-1).numpy(),
+                                  shifted - np.log(e.sum(-1, keepdims=True)))
+    w, b = (np.random.default_rng(4).standard_normal(9).astype(dtype) for _ in range(2))
+    centered = data - data.mean(-1, keepdims=True)
+    want = centered / np.sqrt((centered * centered).mean(-1, keepdims=True) + 1e-5) * w + b
+    got = jg.nn.functional.layer_norm(x, (9,), jg.tensor(w), jg.tensor(b))
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(x.numpy(), data)
