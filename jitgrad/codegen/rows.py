@@ -25,7 +25,9 @@ sum/mean in float64 (only the add into the accumulator carries `reassoc`, Note
 [Reduction kernels] in reductions.py), the result rounded as eager's op rounds it;
 amax/amin with llvm.maxnum/minnum beside a running sum that turns NaN when a NaN (or
 infinities of both signs) was seen, and a rescan of that row for a NaN then, so NaN
-propagates as numpy's maximum.reduce. The kernel runs serially (no prange variant).
+propagates as numpy's maximum.reduce. Above PARALLEL_THRESHOLD elements, with several rows
+and numba threads, the prange twin `kernel_parallel` shares the rows out (each row
+allocates its own scratch rows there).
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ import numpy as np
 
 from jitgrad.codegen import cache, progress
 from jitgrad.codegen.fusion import FusionGroup, describe_node
-from jitgrad.codegen.kernels import allocate, dim_order, log_kernel, node_statements
+from jitgrad.codegen.kernels import (
+    PARALLEL_THRESHOLD,
+    allocate,
+    dim_order,
+    log_kernel,
+    node_statements,
+)
 from jitgrad.codegen.reduction_rules import ReductionSpec
 from jitgrad.codegen.reductions import REDUCTION_PRELUDE
 from jitgrad.eager.tensor import Tensor
@@ -183,7 +191,9 @@ def lower_row_group(group: FusionGroup) -> tuple[str, str]:
 
     The module defines `kernel(n, m, <operands>)`: n rows of m elements; operands are the
     outputs (out0, ...: (n, m) over the rows, (n,) over the kept elements), then the
-    inputs (f0, ...: (n, m); r0, ...: (n,); c0, ...: (m,)), all C-contiguous.
+    inputs (f0, ...: (n, m); r0, ...: (n,); c0, ...: (m,)), all C-contiguous; and
+    `kernel_parallel`, the same with the rows shared out by prange (compiled on its first
+    launch, Note [Kernel variants] in kernels.py).
     """
     source = _RowSource(group)
     plan, stored = plan_passes(source)
@@ -192,10 +202,7 @@ def lower_row_group(group: FusionGroup) -> tuple[str, str]:
     header += [f"#   {describe_node(n)}" for n in group.nodes]
     header += [f"# {op.name} = %{op.node.name} ({op.form})" for op in source.operands]
     scratch = {node: f"t{k}" for k, node in enumerate(stored)}
-    lines = [REDUCTION_PRELUDE, "", "@njit(**OPTIONS)",
-             f"def kernel(n, m, {', '.join(op.name for op in source.operands)}):"]
-    lines += [f"    {name} = np.empty(m, {_np_type(node)})" for node, name in scratch.items()]
-    lines.append("    for o in range(n):")
+    allocations = [f"{name} = np.empty(m, {_np_type(node)})" for node, name in scratch.items()]
     body = [f"row_{op.name} = {op.name}[o]" for op in source.operands if op.form == "rows"]
     body += [f"x_{op.name} = {op.name}[o]" for op in source.operands
              if op.form == "kept" and not op.name.startswith("out")]
@@ -207,8 +214,13 @@ def lower_row_group(group: FusionGroup) -> tuple[str, str]:
         body += _kept_statements(source, kept_nodes, p, names)
     body += [f"{op.name}[o] = {names[op.node]}" for op in source.operands
              if op.form == "kept" and op.name.startswith("out")]
-    lines += [f"        {line}" for line in body]
-    lines.append("")
+    params = f"n, m, {', '.join(op.name for op in source.operands)}"
+    lines = [REDUCTION_PRELUDE, "", "@njit(**OPTIONS)", f"def kernel({params}):",
+             *(f"    {line}" for line in allocations), "    for o in range(n):",
+             *(f"        {line}" for line in body), "", "",
+             "@njit(**OPTIONS, parallel=True)", f"def kernel_parallel({params}):",
+             "    for o in prange(n):",  # each row its own scratch rows
+             *(f"        {line}" for line in allocations + body), ""]
     return "\n".join(header) + "\n", "\n".join(lines)
 
 
@@ -391,7 +403,11 @@ class RowKernel:
         self.source = header + body
         self.path = cache.write_kernel(header, body, directory)
         log_kernel(self.name, self.path, self.source)
-        self._kernel = cache.load_kernel_module(self.path).kernel
+        module = cache.load_kernel_module(self.path)
+        # the prange twin above PARALLEL_THRESHOLD elements, with several rows and threads
+        parallel = math.prod(self.shape) >= PARALLEL_THRESHOLD and self._n > 1 \
+            and module.THREADS > 1
+        self._kernel = module.kernel_parallel if parallel else module.kernel
         position = {node: i for i, node in enumerate(group.inputs)}
         self._inputs = [(position[op.node], op.form, op.shape) for op in source.operands
                         if not op.name.startswith("out")]

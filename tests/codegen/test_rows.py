@@ -206,7 +206,8 @@ def test_the_softmax_row_kernel_reads_as_pinned():
     compiled, produced = compile_numba(softmax)
     compiled(x)
     (kernel,) = [k for c in produced for k in c.kernels]
-    body = kernel.source[kernel.source.index("@njit(**OPTIONS)\ndef kernel"):]
+    start = kernel.source.index("@njit(**OPTIONS)\ndef kernel")
+    body = kernel.source[start:kernel.source.index("\n\n@njit(**OPTIONS, parallel=True)")]
     assert body == '''\
 @njit(**OPTIONS)
 def kernel(n, m, out0, f0):
@@ -243,3 +244,25 @@ def kernel(n, m, out0, f0):
             p3_0 = np.float32((np.float32(t0[j]) / np.float32(red1)))
             row_out0[j] = p3_0
 '''
+
+
+@pytest.mark.parametrize("program", [softmax, variance, three_levels],
+                         ids=lambda p: p.__name__)
+def test_the_parallel_variant_computes_what_the_serial_one_does(program):
+    # kernel_parallel shares the rows out with prange (taken above PARALLEL_THRESHOLD with
+    # several numba threads); run directly on a small input, it gives the serial values
+    from jitgrad.codegen import cache
+
+    x = jg.tensor(np.random.default_rng(6).standard_normal((37, 53)).astype(np.float32))
+    compiled, produced = compile_numba(program)
+    compiled(x)
+    (kernel,) = [k for c in produced for k in c.kernels]
+    module = cache.load_kernel_module(kernel.path)
+    outs = []
+    for variant in (module.kernel, module.kernel_parallel):
+        rows_out = [np.empty((37, 53) if form == "rows" else 37, dtype)
+                    for form, _, dtype, _ in kernel._outputs]
+        variant(37, 53, *rows_out, x.numpy())
+        outs.append(rows_out)
+    for serial, parallel in zip(*outs, strict=True):
+        np.testing.assert_array_equal(parallel, serial)
