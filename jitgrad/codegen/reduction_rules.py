@@ -4,7 +4,7 @@
 reduced input X and dims, a companion node) or None when the kernels do not cover this
 call (another dtype, say); fusion looks reductions up there as it looks pointwise ops up
 in `lowering.LOWERINGS` (Note [Reduction fusion] in fusion.py). The kinds name the
-programs of reductions.py (`_KINDS`); CHAINED are the kinds a row group chains (Note [Row
+programs of reduction_kinds.py (`KINDS`); CHAINED are the kinds a row group chains (Note [Row
 groups] in fusion.py).
 """
 
@@ -31,8 +31,8 @@ CHAINED = frozenset({"sum", "mean", "amax", "amin"})
 class ReductionSpec:
     """What a reduction node computes, as the kernels see it (Note [Reduction fusion]).
 
-    kind: the kernel program ("cross_entropy" for nll_loss of a log_softmax; `_KINDS` in
-    reductions.py); source: the node whose values are reduced (X; for cross-entropy, the
+    kind: the kernel program ("cross_entropy" for nll_loss of a log_softmax; `KINDS` in
+    reduction_kinds.py); source: the node whose values are reduced (X; for cross-entropy, the
     log_softmax's input); dims: the reduced dims of X's shape, sorted (all of them for
     dim=None, () for a 0-d X); companion: the take_along of max/min(dim) or the
     log_softmax of cross-entropy, if any.

@@ -40,10 +40,11 @@ recomputed in each pass, never stored. Numerically stable forms:
   log-probabilities, then sums the rows in float64 (mean divides by the summed weights of
   the kept targets, NaN when all are ignored); a class id outside [0, C) raises
   IndexError "Target 7 is out of bounds." as the eager op's check does.
-Each kind is a `_Program`: steps (code, or passes over the slice) whose cross-step locals
-are its `state`. The row variant (`kernel`) runs the steps once per output element. When
-the reduced dims are strided but the innermost kept dim is contiguous (`x.sum(0)` of a
-C-contiguous matrix, bias gradients), rows would walk memory column by column; the column
+Each kind is a `Program` (reduction_kinds.py): steps (code, or passes over the slice)
+whose cross-step locals are its `state`. The row variant (`kernel`) runs the steps once
+per output element. When the reduced dims are strided but the innermost kept dim is
+contiguous (`x.sum(0)` of a C-contiguous matrix, bias gradients), rows would walk memory
+column by column; the column
 variant (`kernel_columns`) instead takes nk = the innermost kept dim's size output
 elements at once, makes each state local an array over them (`st_mx[k]`), and loops over
 the nk contiguous columns innermost, so the loads stay consecutive and vectorize
@@ -64,7 +65,6 @@ from __future__ import annotations
 import ast
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,226 +79,19 @@ from jitgrad.codegen.kernels import (
     dim_order,
     flat_view,
     log_kernel,
-    node_statements,
 )
+from jitgrad.codegen.reduction_kinds import CROSS_ENTROPY_MODES, KINDS, cross_entropy_total
 from jitgrad.codegen.reduction_rules import ReductionSpec
+from jitgrad.codegen.reduction_source import (
+    REDUCTION_PRELUDE,
+    Operand,
+    Program,
+    ReductionSource,
+    Step,
+    fill,
+)
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Node
-
-REDUCTION_PRELUDE = '''\
-import math
-
-import numpy as np
-from numba import config as numba_config
-from numba import njit, prange
-from llvmlite import ir
-from numba.extending import intrinsic
-
-from jitgrad.codegen import mathlib
-
-OPTIONS = dict(cache=True, error_model='numpy', nogil=True)
-THREADS = numba_config.NUMBA_NUM_THREADS
-BLOCK = 4096  # elements per partial sum (Note [Reduction kernels])
-
-
-@intrinsic
-def _accumulate(typingctx, total, term):
-    # total + term with the "reassoc" flag alone, so the loop vectorizer may keep per-lane
-    # partial sums (Note [Reduction kernels]); term is converted to total's type first
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[1], signature.args[1], signature.args[0])
-        return builder.fadd(args[0], value, flags=("reassoc",))
-
-    return total(total, term), codegen
-
-
-def _nan_ignoring(name):
-    # llvm.maxnum: a NaN operand yields the other one; unlike a compare and select,
-    # a loop reducing with them vectorizes without the no-NaNs flag (Note [Reduction kernels])
-    @intrinsic
-    def call(typingctx, a, b):
-        def codegen(context, builder, signature, args):
-            kind = args[0].type
-            function = builder.module.declare_intrinsic(
-                f"llvm.{name}", [kind], ir.FunctionType(kind, [kind, kind]))
-            return builder.call(function, args)
-
-        return a(a, b), codegen
-
-    return call
-
-
-_maxnum = _nan_ignoring("maxnum")
-_minnum = _nan_ignoring("minnum")
-'''
-
-
-@dataclass(frozen=True)
-class _Operand:
-    """One array argument of a reduction kernel.
-
-    name: its parameter name; node: the graph value; space: "full" (broadcast to the
-    iteration shape S), "reduced" (broadcast to `shape`, an output-space shape: S with the
-    reduced dims squeezed or kept as 1) or "table" (a contiguous 1-D array indexed by
-    value: cross-entropy's class weights).
-    """
-
-    name: str
-    node: Node
-    space: str
-    shape: tuple[int, ...]
-
-
-class _Source:
-    """The pieces of one reduction kernel's source (see `lower_reduction_group`)."""
-
-    def __init__(self, group: FusionGroup) -> None:
-        spec = group.spec
-        assert spec is not None and group.reduction is not None, "not a reduction group"
-        self.group, self.spec, self.reduction = group, spec, group.reduction
-        self.shape = tuple(group.shape)
-        members = set(group.nodes)
-        core = {group.reduction, spec.companion}
-        # the prologue is what the reduction reads, not what comes before it: an epilogue
-        # member may precede the reduction in graph order (`z = y * 2; x.sum(1, True) + z`)
-        feeds = _ancestors_in([n for n in core if n is not None], members)
-        self.prologue = [n for n in group.nodes if n not in core and n in feeds]
-        self.epilogue = [n for n in group.nodes if n not in core and n not in feeds]
-        self.dtype = spec.source.meta["val"].dtype.np
-        self.operands: list[_Operand] = []
-        if spec.kind == "cross_entropy":
-            rows = (self.shape[0],)
-            self.operands += [_Operand("out0", group.reduction, "reduced", rows),
-                              _Operand("out1", group.reduction, "reduced", rows)]
-        else:
-            for k, node in enumerate(group.outputs):
-                space = "full" if spec.normalizing else "reduced"
-                self.operands.append(_Operand(f"out{k}", node, space,
-                                              tuple(node.meta["val"].shape)))
-        self._inputs: dict[tuple[Node, str, tuple[int, ...]], _Operand] = {}
-        for node in self.prologue:
-            self._read(node, "full", self.shape, members)
-        if spec.source not in members:
-            self._input(spec.source, "full", self.shape)
-        if spec.kind == "layer_norm":
-            for arg in group.reduction.args[1:]:
-                if isinstance(arg, Node):
-                    self._input(arg, "full", self.shape)
-        for node in self.epilogue:
-            if spec.normalizing:
-                self._read(node, "full", self.shape, members)
-            else:
-                self._read(node, "reduced", tuple(node.meta["val"].shape), members)
-        if spec.kind == "cross_entropy":
-            _, target, weight = group.reduction.args
-            self._input(target, "reduced", (self.shape[0],))
-            if weight is not None:
-                self._input(weight, "table", ())
-
-    def _read(self, node: Node, space: str, shape: tuple[int, ...], members: set) -> None:
-        for arg in node.all_input_nodes:
-            if arg not in members:
-                self._input(arg, space, shape)
-
-    def _input(self, node: Node, space: str, shape: tuple[int, ...]) -> _Operand:
-        key = (node, space, shape)
-        if key not in self._inputs:
-            name = "table0" if space == "table" else f"in{len(self._inputs)}"
-            operand = _Operand(name, node, space, shape)
-            self._inputs[key] = operand
-            self.operands.append(operand)
-        return self._inputs[key]
-
-    def constant_along_rows(self, op: _Operand) -> bool:
-        """Whether full-space input `op` has one value per output element: broadcast along
-        every reduced dim (the mean in `x - x.mean(-1, True)`), so `kernel_rows` reads it
-        once per row (Note [Reduction kernels])."""
-        if op.space != "full" or not op.name.startswith("in"):
-            return False
-        shape = tuple(getattr(op.node.meta.get("val"), "shape", ()))
-        aligned = (1,) * (len(self.shape) - len(shape)) + shape
-        return all(aligned[d] == 1 for d in self.spec.dims)
-
-    @property
-    def strided(self) -> list[_Operand]:
-        """The operands with offsets and strides (all but tables), in argument order."""
-        return [op for op in self.operands if op.space != "table"]
-
-    # ----- element bodies -------------------------------------------------------------
-
-    def prologue_body(self) -> list[str]:
-        """Statements computing `v`, the reduced value at one element (`{inK}` = operands)."""
-        names: dict[Node, str] = {}
-        lines = []
-        for op in self.strided:
-            if op.space == "full" and op.name.startswith("in") and op.node not in names \
-                    and self._reads_in_prologue(op.node):
-                names[op.node] = f"x{op.name[2:]}"
-                lines.append(f"{names[op.node]} = {{{op.name}}}")
-        lines += node_statements(self.prologue, names, "p")
-        lines.append(f"v = {names[self.spec.source]}")
-        return lines
-
-    def _reads_in_prologue(self, node: Node) -> bool:
-        return node is self.spec.source or any(node in n.all_input_nodes for n in self.prologue)
-
-    def epilogue_body(self, results: dict[Node, str], space: str) -> list[str]:
-        """Statements of the epilogue and the output writes, given the locals holding the
-        reduction's results; operands of `space` are `{inK}`/`{outK}` placeholders."""
-        names = dict(results)
-        lines = []
-        for op in self.strided:
-            if op.space == space and op.name.startswith("in") and op.node not in names \
-                    and any(op.node in n.all_input_nodes for n in self.epilogue):
-                names[op.node] = f"y{op.name[2:]}"
-                lines.append(f"{names[op.node]} = {{{op.name}}}")
-        lines += node_statements(self.epilogue, names, "e")
-        for op in self.strided:
-            if op.name.startswith("out"):
-                lines.append(f"{{{op.name}}} = {names[op.node]}")
-        return lines
-
-
-def _ancestors_in(roots: list[Node], members: set[Node]) -> set[Node]:
-    """The members that `roots` read, directly or through other members."""
-    found: set[Node] = set()
-    stack = [a for root in roots for a in root.all_input_nodes]
-    while stack:
-        node = stack.pop()
-        if node in members and node not in found:
-            found.add(node)
-            stack.extend(node.all_input_nodes)
-    return found
-
-
-@dataclass
-class _Step:
-    """One step of a kind's program for one output element.
-
-    A code step (`is_pass` False) runs `lines` once; a pass runs them at every reduced
-    element, after the prologue's `v` (unless `prologue` is False). writes: the pass reads
-    or writes full-space outputs; partial: (name, dtype, total) makes `name` a per-block
-    partial sum added to the float64 `total` (see `_pass`); condition: an expression of the
-    state, the pass runs only when it holds (in the column variant: for any column).
-    """
-
-    lines: list[str]
-    is_pass: bool = False
-    writes: bool = False
-    prologue: bool = True
-    partial: tuple[str, str, str] | None = None
-    condition: str | None = None  # a pass runs only where it holds (for some column)
-
-
-@dataclass
-class _Program:
-    """What a reduction kind computes per output element: `steps`, whose locals named in
-    `state` ((name, numpy dtype) pairs) live across steps. columns: whether the column
-    variant exists (Note [Reduction kernels])."""
-
-    state: list[tuple[str, str]]
-    steps: list[_Step]
-    columns: bool = True
 
 
 def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
@@ -318,7 +111,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     then for cross-entropy table0 (class weights, if any), total (1,) and bad (2,) int64
     (a flag and the first bad class id).
     """
-    source = _Source(group)
+    source = ReductionSource(group)
     spec = source.spec
     header = [f"# jitgrad kernel {group.name} over {list(group.shape)} reducing dims "
               f"{spec.dims} ({spec.kind}): {len(group.nodes)} fused node(s)"]
@@ -332,7 +125,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     if spec.kind == "cross_entropy":
         params += ["total", "bad"]
     lines = [REDUCTION_PRELUDE]
-    program = _KINDS[spec.kind](source)
+    program = KINDS[spec.kind](source)
     variants = [("kernel", "range", "", "general"),
                 ("kernel_parallel", "prange", ", parallel=True", "general"),
                 ("kernel_rows", "range", "", "rows")]
@@ -362,12 +155,12 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
             body = _row_steps(source, program, rows=layout == "rows")
         lines += [f"        {line}" for line in body]
         if spec.kind == "cross_entropy":
-            lines += _cross_entropy_total(source)
+            lines += cross_entropy_total(source)
         lines.append("")
     return "\n".join(header) + "\n", "\n".join(lines)
 
 
-def _setup(strided: list[_Operand], columns: bool) -> list[str]:
+def _setup(strided: list[Operand], columns: bool) -> list[str]:
     lines = ["    n_outer = outer_sizes.shape[0]",
              "    n_reduce = reduce_sizes.shape[0]",
              "    n_outer_total = 1",
@@ -392,7 +185,7 @@ def _setup(strided: list[_Operand], columns: bool) -> list[str]:
     return lines
 
 
-def _rows_setup(strided: list[_Operand]) -> list[str]:
+def _rows_setup(strided: list[Operand]) -> list[str]:
     """The setup of `kernel_rows`: one kept dim, one reduced dim (contiguous, or of size 1)."""
     lines = ["    n_outer_total = outer_sizes[0]",
              "    m = reduce_sizes[0]",
@@ -400,7 +193,7 @@ def _rows_setup(strided: list[_Operand]) -> list[str]:
     return lines + [f"    s_{op.name} = strides[{k}, 1]" for k, op in enumerate(strided)]
 
 
-def _outer_offsets(strided: list[_Operand], columns: bool) -> list[str]:
+def _outer_offsets(strided: list[Operand], columns: bool) -> list[str]:
     """b_<operand>: the offsets of output element `o` (of column block `o`)."""
     lines = ["        q = o + 0  # a copy: numba refuses to update an alias of the prange index"]
     lines += [f"        b_{op.name} = offsets[{k}]" for k, op in enumerate(strided)]
@@ -413,7 +206,7 @@ def _outer_offsets(strided: list[_Operand], columns: bool) -> list[str]:
     return lines
 
 
-def _row_steps(source: _Source, program: _Program, rows: bool = False) -> list[str]:
+def _row_steps(source: ReductionSource, program: Program, rows: bool = False) -> list[str]:
     """The steps for one output element; `rows`: of `kernel_rows`, one dense row."""
     reduced = {op.name: f"{op.name}[b_{op.name}]" for op in source.strided
                if op.space == "reduced"}
@@ -425,11 +218,11 @@ def _row_steps(source: _Source, program: _Program, rows: bool = False) -> list[s
         elif step.is_pass:
             lines += walk(source, step)
         else:
-            lines += [_fill(line, reduced) for line in step.lines]
+            lines += [fill(line, reduced) for line in step.lines]
     return lines
 
 
-def _column_steps(source: _Source, program: _Program) -> list[str]:
+def _column_steps(source: ReductionSource, program: Program) -> list[str]:
     """The steps with each state local `x` an array `st_x[k]` over the nk columns: each
     per-column block loads the state it reads and stores the state it writes."""
     state = [name for name, _ in program.state]
@@ -448,7 +241,7 @@ def _column_steps(source: _Source, program: _Program) -> list[str]:
         else:
             lines.append("for k in range(nk):")
             lines += [f"    {line}" for line in _per_column(
-                [_fill(line, reduced) for line in step.lines], state)]
+                [fill(line, reduced) for line in step.lines], state)]
     return lines
 
 
@@ -463,12 +256,12 @@ def _per_column(block: list[str], state: list[str]) -> list[str]:
             *(f"st_{name}[k] = {name}" for name in state if name in written)]
 
 
-def _pass_operands(source: _Source, step: _Step) -> list[tuple[int, _Operand]]:
+def _pass_operands(source: ReductionSource, step: Step) -> list[tuple[int, Operand]]:
     return [(k, op) for k, op in enumerate(source.strided) if op.space == "full"
             and (step.writes or op.name.startswith("in"))]
 
 
-def _row_offsets(operands: list[tuple[int, _Operand]]) -> list[str]:
+def _row_offsets(operands: list[tuple[int, Operand]]) -> list[str]:
     """c_<operand>: the offsets of row `r` of the reduced elements."""
     lines = ["for r in range(rows):", "    q = r"]
     lines += [f"    c_{op.name} = b_{op.name}" for _, op in operands]
@@ -480,7 +273,7 @@ def _row_offsets(operands: list[tuple[int, _Operand]]) -> list[str]:
     return lines
 
 
-def _pass(source: _Source, step: _Step) -> list[str]:
+def _pass(source: ReductionSource, step: Step) -> list[str]:
     """A loop over the reduced elements of output element `o`: the prologue's `v` at each
     (unless `step.prologue` is False), then the step's lines.
 
@@ -503,19 +296,19 @@ def _pass(source: _Source, step: _Step) -> list[str]:
     lines += [f"            {line}" for line in start]
     lines.append("            for j in range(n_j):")
     dense = {op.name: f"row_{op.name}[j]" for _, op in operands} | {"index": "r * m + j0 + j"}
-    lines += [f"                {_fill(line, dense)}" for line in element]
+    lines += [f"                {fill(line, dense)}" for line in element]
     lines += [f"            {line}" for line in flush]
     lines.append("        else:")
     lines += [f"            {line}" for line in start]
     lines.append("            for j in range(n_j):")
     strided = {op.name: f"{op.name}[c_{op.name} + (j0 + j) * s_{op.name}]"
                for _, op in operands} | {"index": "r * m + j0 + j"}
-    lines += [f"                {_fill(line, strided)}" for line in element]
+    lines += [f"                {fill(line, strided)}" for line in element]
     lines += [f"            {line}" for line in flush]
     return lines
 
 
-def _dense_row_pass(source: _Source, step: _Step) -> list[str]:
+def _dense_row_pass(source: ReductionSource, step: Step) -> list[str]:
     """`_pass` over the one row of `kernel_rows`, which starts at `b_<operand>` and whose
     elements are consecutive: the blocks and statements of `_pass`'s dense branch."""
     operands = _pass_operands(source, step)
@@ -531,13 +324,13 @@ def _dense_row_pass(source: _Source, step: _Step) -> list[str]:
     lines.append("    for j in range(n_j):")
     dense = {op.name: f"row_{op.name}" if op.name in constant else f"row_{op.name}[j]"
              for _, op in operands} | {"index": "j0 + j"}
-    lines += [f"        {_fill(line, dense)}" for line in element]
+    lines += [f"        {fill(line, dense)}" for line in element]
     if partial is not None:
         lines.append(f"    {partial[2]} += np.float64({partial[0]})")
     return lines
 
 
-def _column_pass(source: _Source, step: _Step, state: list[str]) -> list[str]:
+def _column_pass(source: ReductionSource, step: Step, state: list[str]) -> list[str]:
     """The column variant of `_pass`: for each reduced element, a loop over the nk
     columns (contiguous when `dense`), updating per-column state; a partial sum is one
     term long, added to its float64 total at once."""
@@ -555,260 +348,15 @@ def _column_pass(source: _Source, step: _Step, state: list[str]) -> list[str]:
     lines.append("            for k in range(nk):")
     dense = {op.name: f"row_{op.name}[k]" for _, op in operands} | {"index": "r * m + jj"}
     lines += [f"                {line}" for line in _per_column(
-        [_fill(line, dense) for line in element], state)]
+        [fill(line, dense) for line in element], state)]
     lines += ["        else:", "            for k in range(nk):"]
     strided = {op.name: f"{op.name}[e_{op.name} + k * t_{op.name}]"
                for _, op in operands} | {"index": "r * m + jj"}
     lines += [f"                {line}" for line in _per_column(
-        [_fill(line, strided) for line in element], state)]
+        [fill(line, strided) for line in element], state)]
     return lines
 
 
-def _fill(line: str, access: dict[str, str]) -> str:
-    """`line` with its `{operand}` placeholders replaced by element accesses."""
-    return line.format_map(access)
-
-
-def _writes(source: _Source, results: dict[Node, str]) -> list[str]:
-    """The epilogue and output writes of a reducing kind (reduced-space placeholders)."""
-    return source.epilogue_body(results, "reduced")
-
-
-def _typed(source: _Source) -> str:
-    return f"np.{source.dtype.name}"
-
-
-def _math(source: _Source, name: str, argument: str) -> str:
-    suffix = {"float32": "f32", "float64": "f64"}[source.dtype.name]
-    return f"mathlib.{name}_{suffix}({_typed(source)}({argument}))"
-
-
-def _code(*lines: str) -> _Step:
-    return _Step(list(lines))
-
-
-def _max_steps(source: _Source, signed: bool = False, nan_check: bool = True
-               ) -> list[_Step]:
-    """`mx`: the NaN-propagating max of v (of `v * scalars[1]` when `signed`) over the slice.
-
-    The pass reduces with llvm.maxnum, which vectorizes (a select on `v > mx or v != v`
-    does not, nor does any NaN test in the same loop: measured 5-15x slower) but ignores
-    NaN. With `nan_check`, a second pass sums v into `chk` (vectorized; NaN only if a NaN
-    or infinities of both signs were seen) and, rarely, a third looks for a NaN, which
-    makes the result NaN as numpy's maximum.reduce. softmax, log_softmax, logsumexp and
-    cross-entropy skip the check: a NaN in the slice makes their sum of exp(v - mx), and
-    so every result of the slice, NaN as eager's.
-    """
-    t = _typed(source)
-    value = f"v * {t}(scalars[1])" if signed else "v"
-    if any("mathlib." in line for line in source.prologue_body()):
-        # LLVM's loop vectorizer (llvmlite 0.49, 0.50) aborts the process on maxnum
-        # reductions of some math library results (cos, sin, erf: "VPlan cost model and
-        # legacy cost model disagreed"): these reduce with a compare and select, which
-        # ignores NaN as maxnum does and is not vectorized
-        combine = f"mx = {value} if {value} > mx else mx"
-    else:
-        combine = f"mx = _maxnum(mx, {value})"
-    steps = [_code(f"mx = {t}(-np.inf)"), _Step([combine], is_pass=True)]
-    if nan_check:
-        steps += [_code(f"chk = {t}(0.0)", "has_nan = False"),
-                  _Step(["chk = _accumulate(chk, v)"], is_pass=True),
-                  _Step(["has_nan |= v != v"], is_pass=True, condition="chk != chk"),
-                  _code("if has_nan:", f"    mx = {t}(np.nan)")]
-    return steps
-
-
-def _max_state(source: _Source, nan_check: bool = True) -> list[tuple[str, str]]:
-    state = [("mx", _typed(source))]
-    return state + [("chk", _typed(source)), ("has_nan", "np.bool_")] if nan_check else state
-
-
-def _sum_steps(term: str = "v", partial: str = "np.float64") -> list[_Step]:
-    """`acc`: the float64 sum of `term` over the slice, from per-block partial sums of
-    dtype `partial` (float64 for user-visible sums; the input dtype for sums of exp, whose
-    terms lie in [0, 1], as eager's own float32 sums)."""
-    return [_code("acc = np.float64(0.0)"),
-            _Step([f"part = _accumulate(part, {partial}({term}))"], is_pass=True,
-                  partial=("part", partial, "acc"))]
-
-
-def _squares_steps() -> list[_Step]:
-    """`mean` and `sq` (the sum of squared deviations from it), in float64: two passes."""
-    return [*_sum_steps(), _code("mean = acc / count", "sq = np.float64(0.0)"),
-            _Step(["dev = np.float64(v) - mean", "sq = _accumulate(sq, dev * dev)"], is_pass=True)]
-
-
-_SQUARES_STATE = [("acc", "np.float64"), ("mean", "np.float64"), ("sq", "np.float64")]
-
-
-# Kinds that differ only by a runtime scalar share one kernel source (fewer compiles):
-# sum/mean divide by scalars[1] (1 or the count), var/std take the square root when
-# scalars[2] is set, amin/argmin are amax/argmax of v * scalars[1] (-1: exact, NaN stays).
-
-
-def _narrow_float(source: _Source) -> bool:
-    """Whether eager computes this reduction's float16/float32 statistics in float32."""
-    return source.dtype.kind == "f" and source.dtype.itemsize < 8
-
-
-def _eager_mean(source: _Source, count: str) -> str:
-    """eager's mean of the float64 sum `acc` (jitgrad/eager/ops/reduction.py): for
-    float16/float32 the sum is rounded to float32 (PyTorch's accumulation type) before the
-    division, so an overflowing sum gives inf as eager's does."""
-    return f"np.float32(acc) / np.float32({count})" if _narrow_float(source) else \
-        f"acc / {count}"
-
-
-def _sum_kind(source: _Source) -> _Program:
-    t = _typed(source)
-    return _Program([("acc", "np.float64")], [
-        *_sum_steps(), _code(f"res = {t}({_eager_mean(source, 'scalars[1]')})",
-                             *_writes(source, {source.reduction: "res"}))])
-
-
-def _var_kind(source: _Source) -> _Program:
-    # eager's corrected two-pass mean (jitgrad/eager/ops/reduction.py): a pass summing the
-    # deviations from the first mean corrects its rounding, so equal values give exactly 0
-    return _Program(_SQUARES_STATE, [
-        *_sum_steps(), _code("mean = acc / count", "acc = np.float64(0.0)"),
-        _Step(["dev = np.float64(v) - mean", "acc = _accumulate(acc, dev)"], is_pass=True),
-        _code("mean = mean + acc / count", "sq = np.float64(0.0)"),
-        _Step(["dev = np.float64(v) - mean", "sq = _accumulate(sq, dev * dev)"], is_pass=True),
-        _code("variance = sq / scalars[1]",
-              f"res = {_typed(source)}(math.sqrt(variance) if scalars[2] != 0.0 else variance)",
-              *_writes(source, {source.reduction: "res"}))])
-
-
-def _extremum_kind(source: _Source) -> _Program:
-    t = _typed(source)
-    return _Program(_max_state(source), [
-        *_max_steps(source, signed=True),
-        _code(f"res = mx * {t}(scalars[1])", *_writes(source, {source.reduction: "res"}))])
-
-
-def _arg_kind(source: _Source) -> _Program:
-    t = _typed(source)
-    results = {source.reduction: "ix"}
-    if source.spec.companion is not None:
-        results[source.spec.companion] = "value"
-    return _Program([("mx", t), ("ix", "np.int64")], [
-        _code(f"mx = {t}(-np.inf)", "ix = np.int64(0)"),
-        _Step([f"w = v * {t}(scalars[1])", "if w > mx or (w != w and mx == mx):", "    mx = w",
-               "    ix = {index}"], is_pass=True),
-        _code(f"value = mx * {t}(scalars[1])", *_writes(source, results))])
-
-
-def _logsumexp_kind(source: _Source) -> _Program:
-    t = _typed(source)
-    return _Program([*_max_state(source, False), ("shift", t), ("acc", "np.float64")], [
-        *_max_steps(source, nan_check=False),
-        _code(f"shift = mx if (mx == mx and abs(mx) != np.inf) else {t}(0.0)"),
-        *_sum_steps(_math(source, "exp", "v - shift"), t),
-        _code(f"res = {t}(math.log(acc) + np.float64(shift))",
-              *_writes(source, {source.reduction: "res"}))])
-
-
-def _normalizing_pass(source: _Source, value: list[str], prologue: bool = True) -> _Step:
-    """The write pass of softmax/log_softmax/layer_norm: `value` computes `y`."""
-    full = {op.name: f"{{{op.name}}}" for op in source.strided} | {"index": "{index}"}
-    epilogue = source.epilogue_body({source.reduction: "y"}, "full")
-    return _Step(value + [_fill(line, full) for line in epilogue], is_pass=True, writes=True,
-                 prologue=prologue)
-
-
-def _softmax_kind(source: _Source) -> _Program:
-    """Three passes: the max; exp(v - max) summed and stored in the first output of the
-    input's dtype; the stored values scaled in place (one exp per element), then the
-    epilogue. Without such an output (only, say, a bool epilogue is written), the last
-    pass recomputes exp(v - max)."""
-    t = _typed(source)
-    exp = _math(source, "exp", "v - mx")
-    first = next((op for op in source.strided if op.name.startswith("out")
-                  and op.node.meta["val"].dtype.np == source.dtype), None)
-    if first is None:
-        store = _Step([f"part = _accumulate(part, {exp})"], is_pass=True,
-                      partial=("part", t, "acc"))
-        write = _normalizing_pass(source, [f"y = {exp} * scale"])
-    else:
-        store = _Step([f"e = {exp}", "part = _accumulate(part, e)", f"{{{first.name}}} = e"],
-                      is_pass=True, writes=True, partial=("part", t, "acc"))
-        write = _normalizing_pass(source, [f"y = {{{first.name}}} * scale"], prologue=False)
-    return _Program([*_max_state(source, False), ("acc", "np.float64"), ("scale", t)], [
-        *_max_steps(source, nan_check=False), _code("acc = np.float64(0.0)"), store,
-        _code(f"scale = {t}(1.0 / acc)"), write])
-
-
-def _log_softmax_kind(source: _Source) -> _Program:
-    t = _typed(source)
-    return _Program([*_max_state(source, False), ("acc", "np.float64"), ("lse", t)], [
-        *_max_steps(source, nan_check=False), *_sum_steps(_math(source, "exp", "v - mx"), t),
-        _code(f"lse = {t}(math.log(acc))"),
-        _normalizing_pass(source, ["y = (v - mx) - lse"])])
-
-
-def _layer_norm_kind(source: _Source) -> _Program:
-    t = _typed(source)
-    value = ["y = (v - mean_t) * rstd_t"]
-    weight, bias = source.reduction.args[1:]
-    for arg, symbol in ((weight, "*"), (bias, "+")):
-        if arg is not None:
-            operand = source._inputs[(arg, "full", source.shape)]
-            value.append(f"y = y {symbol} {{{operand.name}}}")
-    # eager's statistics (jitgrad/eager/ops/nn_ops.py): eager's mean, and for
-    # float16/float32 the variance rounded to the input's dtype before eps is added, so an
-    # overflowing sum or variance gives eager's NaN or 0 (fuzz seed 693123), not a finite
-    # row from the float64 statistics
-    variance = f"{t}(sq / count)" if _narrow_float(source) else "sq / count"
-    return _Program([*_SQUARES_STATE, ("mean_t", t), ("rstd_t", t)], [
-        *_squares_steps(),
-        _code(f"mean_t = {t}({_eager_mean(source, 'count')})",
-              f"rstd_t = {t}(1.0 / math.sqrt({variance} + scalars[1]))"),
-        _normalizing_pass(source, value)])
-
-
-def _cross_entropy_kind(source: _Source) -> _Program:
-    """Row variant only: the picked logit is read at the label's offset in the row."""
-    t = _typed(source)
-    full = [op for op in source.strided if op.space == "full"]
-    target = source._inputs[(source.reduction.args[1], "reduced", (source.shape[0],))]
-    picked = {op.name: f"{op.name}[b_{op.name} + label * s_{op.name}]" for op in full}
-    weight = "table0[label]" if source.reduction.args[2] is not None else f"{t}(1.0)"
-    final = [f"label = {{{target.name}}}",
-             f"loss = {t}(0.0)",
-             f"w = {t}(0.0)",
-             "if label != np.int64(scalars[1]):",
-             "    if label < 0 or label >= m:",
-             "        bad[0] = 1",
-             "        bad[1] = label",
-             "    else:"]
-    final += [f"        {_fill(line, picked)}" for line in source.prologue_body()]
-    final += [f"        w = {weight}",
-              "        loss = -((v - mx) - lse) * w",
-              "{out0} = loss",
-              "{out1} = w"]
-    return _Program([], [*_max_steps(source, nan_check=False),
-                         *_sum_steps(_math(source, "exp", "v - mx"), t),
-                         _code(f"lse = {t}(math.log(acc))"), _code(*final)], columns=False)
-
-
-def _cross_entropy_total(source: _Source) -> list[str]:
-    t = _typed(source)
-    return ["    mode = scalars[2]",
-            "    if mode != 0:",
-            "        loss_sum = np.float64(0.0)",
-            "        weight_sum = np.float64(0.0)",
-            "        for i in range(n_outer_total):",
-            "            loss_sum = _accumulate(loss_sum, out0[i])",
-            "            weight_sum = _accumulate(weight_sum, out1[i])",
-            f"        total[0] = {t}(loss_sum if mode == 1 else loss_sum / weight_sum)"]
-
-
-_KINDS = {"sum": _sum_kind, "mean": _sum_kind, "var": _var_kind, "std": _var_kind,
-          "amax": _extremum_kind, "amin": _extremum_kind, "argmax": _arg_kind,
-          "argmin": _arg_kind, "logsumexp": _logsumexp_kind, "softmax": _softmax_kind,
-          "log_softmax": _log_softmax_kind, "layer_norm": _layer_norm_kind,
-          "cross_entropy": _cross_entropy_kind}
-_CROSS_ENTROPY_MODES = {"none": 0, "sum": 1, "mean": 2}
 _VARIANTS = ("kernel", "kernel_parallel", "kernel_rows", "kernel_columns",
              "kernel_columns_parallel")
 
@@ -823,7 +371,7 @@ class ReductionKernel:
 
     def __init__(self, group: FusionGroup, directory: Path | None = None) -> None:
         self.name = group.name
-        self._source = _Source(group)
+        self._source = ReductionSource(group)
         self.spec: ReductionSpec = self._source.spec
         self.shape = tuple(group.shape)
         header, body = lower_reduction_group(group)
@@ -868,7 +416,7 @@ class ReductionKernel:
             extra[0] = params["eps"]
         elif kind == "cross_entropy":
             extra = [float(params["ignore_index"]),
-                     float(_CROSS_ENTROPY_MODES[params["reduction"]])]
+                     float(CROSS_ENTROPY_MODES[params["reduction"]])]
         return np.array([float(self._count), *extra], dtype=np.float64)
 
     def __call__(self, *values: Any) -> Any:
@@ -953,7 +501,7 @@ class ReductionKernel:
         return (np.array(outer_sizes, np.int64), np.array(reduce_sizes, np.int64), strides,
                 np.array(offsets, np.int64), variant)
 
-    def _layout(self, op: _Operand, array: np.ndarray) -> tuple[np.ndarray, int, list[int]]:
+    def _layout(self, op: Operand, array: np.ndarray) -> tuple[np.ndarray, int, list[int]]:
         """flat_view of `array` with its strides over the iteration shape S."""
         if op.space == "full":
             return flat_view(array, self.shape)

@@ -50,7 +50,7 @@ from jitgrad.codegen.kernels import (
     node_statements,
 )
 from jitgrad.codegen.reduction_rules import ReductionSpec
-from jitgrad.codegen.reductions import REDUCTION_PRELUDE
+from jitgrad.codegen.reduction_source import REDUCTION_PRELUDE
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Node
 
@@ -310,7 +310,7 @@ def _pass_lines(source: _RowSource, walk: _Pass, p: int, names: dict[Node, str],
             continue
         high = spec.kind == "amax"
         start.append(f"a{k} = {t}({'-' if high else ''}np.inf)")
-        if math_calls:  # see _max_steps in reductions.py: maxnum of math results aborts LLVM
+        if math_calls:  # see _max_steps in reduction_kinds.py: maxnum of math results aborts LLVM
             update.append(f"a{k} = {value} if {value} {'>' if high else '<'} a{k} else a{k}")
         else:
             update.append(f"a{k} = _{'max' if high else 'min'}num(a{k}, {value})")
