@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +242,37 @@ def log_kernel(name: str, path: Path, source: str) -> None:
     _LOG.info("%s (%s)\n%s", name, path, source)
 
 
-class Kernel:
+class LaunchedKernel(ABC):
+    """What every compiled group shares (Kernel, ReductionKernel, RowKernel): its `run` on
+    arrays, called on Tensors, and the first launch, which compiles, timed for the status
+    line (Note [Compile status] in progress.py)."""
+
+    _launched = False
+
+    @abstractmethod
+    def run(self, *values: Any) -> Any:
+        """The kernel on arrays (or numbers): its outputs, an array or a tuple of them."""
+
+    def __call__(self, *values: Any) -> Any:
+        """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
+        results = self.run(*(v._data if isinstance(v, Tensor) else v for v in values))
+        if isinstance(results, tuple):
+            return tuple(Tensor._make(r) for r in results)
+        return Tensor._make(results)
+
+    def launch(self, function: Any, *args: Any) -> None:
+        """`function(*args)`: a variant of the kernel; numba compiles (or loads) it at the
+        kernel's first launch, which is timed."""
+        if self._launched:
+            function(*args)
+            return
+        start = time.perf_counter()
+        function(*args)
+        self._launched = True
+        progress.kernel_launched(time.perf_counter() - start)
+
+
+class Kernel(LaunchedKernel):
     """A compiled fusion group: call it with one value per group input (Tensors or numbers).
 
     Returns the materialized outputs: a Tensor, or a tuple of them when the group has
@@ -280,14 +311,6 @@ class Kernel:
             getattr(n.meta.get("val"), "shape", None) == () for n in group.inputs]
         self._threads = module.THREADS
         self._plans: dict[tuple, tuple] = {}
-        self._launched = False
-
-    def __call__(self, *values: Any) -> Any:
-        """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
-        results = self.run(*(v._data if isinstance(v, Tensor) else v for v in values))
-        if isinstance(results, tuple):
-            return tuple(Tensor._make(r) for r in results)
-        return Tensor._make(results)
 
     def run(self, *values: Any) -> Any:
         """The kernel on arrays (or numbers): an array, or a tuple of them when the group
@@ -296,13 +319,7 @@ class Kernel:
         outs = [allocate(self.shape, dtype, order)
                 for dtype, order in zip(self.out_dtypes, self.out_orders, strict=True)]
         if self.numel:
-            if self._launched:
-                self._launch(outs + [np.asarray(v) for v in values])
-            else:  # numba compiles (or loads) it now (Note [Compile status])
-                start = time.perf_counter()
-                self._launch(outs + [np.asarray(v) for v in values])
-                self._launched = True
-                progress.kernel_launched(time.perf_counter() - start)
+            self.launch(self._launch, outs + [np.asarray(v) for v in values])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _launch(self, arrays: list[np.ndarray]) -> None:

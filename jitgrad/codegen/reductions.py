@@ -64,16 +64,16 @@ from __future__ import annotations
 
 import ast
 import math
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jitgrad.codegen import cache, progress
+from jitgrad.codegen import cache
 from jitgrad.codegen.fusion import FusionGroup, describe_node
 from jitgrad.codegen.kernels import (
     PARALLEL_THRESHOLD,
+    LaunchedKernel,
     allocate,
     coalesce,
     dim_order,
@@ -90,7 +90,6 @@ from jitgrad.codegen.reduction_source import (
     Step,
     fill,
 )
-from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Node
 
 
@@ -361,7 +360,7 @@ _VARIANTS = ("kernel", "kernel_parallel", "kernel_rows", "kernel_columns",
              "kernel_columns_parallel")
 
 
-class ReductionKernel:
+class ReductionKernel(LaunchedKernel):
     """A compiled reduction group: call it with one value per group input.
 
     Returns the materialized outputs (a Tensor, or a tuple in `group.outputs` order);
@@ -400,7 +399,6 @@ class ReductionKernel:
         self._tables = [position[op.node] for op in self._source.operands
                         if op.space == "table"]
         self._plans: dict[tuple, tuple] = {}
-        self._launched = False
 
     def _scalar_params(self, node: Node) -> np.ndarray:
         kind, params = self.spec.kind, node.kwargs
@@ -419,13 +417,6 @@ class ReductionKernel:
                      float(CROSS_ENTROPY_MODES[params["reduction"]])]
         return np.array([float(self._count), *extra], dtype=np.float64)
 
-    def __call__(self, *values: Any) -> Any:
-        """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
-        results = self.run(*(v._data if isinstance(v, Tensor) else v for v in values))
-        if isinstance(results, tuple):
-            return tuple(Tensor._make(r) for r in results)
-        return Tensor._make(results)
-
     def run(self, *values: Any) -> Any:
         """The kernel on arrays (or numbers): an array, or a tuple of them (graph
         programs call this, Note [Graph programs] in program.py)."""
@@ -435,13 +426,8 @@ class ReductionKernel:
         extra = [np.ascontiguousarray(inputs[i]).reshape(-1) for i in self._tables]
         if self.spec.kind == "cross_entropy":
             extra += [np.zeros(1, self._source.dtype), np.zeros(2, np.int64)]
-        if self._n_output and self._launched:
-            self._launch(arrays, extra)
-        elif self._n_output:  # numba compiles (or loads) it now (Note [Compile status])
-            start = time.perf_counter()
-            self._launch(arrays, extra)
-            self._launched = True
-            progress.kernel_launched(time.perf_counter() - start)
+        if self._n_output:
+            self.launch(self._launch, arrays, extra)
         if self.spec.kind == "cross_entropy":
             return self._cross_entropy_result(outs[0], extra[-2], extra[-1])
         return outs[0] if len(outs) == 1 else tuple(outs)

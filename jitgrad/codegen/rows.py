@@ -33,17 +33,17 @@ allocates its own scratch rows there).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jitgrad.codegen import cache, progress
+from jitgrad.codegen import cache
 from jitgrad.codegen.fusion import FusionGroup, describe_node
 from jitgrad.codegen.kernels import (
     PARALLEL_THRESHOLD,
+    LaunchedKernel,
     allocate,
     dim_order,
     log_kernel,
@@ -51,7 +51,6 @@ from jitgrad.codegen.kernels import (
 )
 from jitgrad.codegen.reduction_rules import ReductionSpec
 from jitgrad.codegen.reduction_source import REDUCTION_PRELUDE
-from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.ir.graph import Node
 
 
@@ -384,7 +383,7 @@ def _result(source: _RowSource, reduction: Node, k: int) -> str:
     return f"a{k}"
 
 
-class RowKernel:
+class RowKernel(LaunchedKernel):
     """A compiled row group: call it with one value per group input.
 
     Returns the materialized outputs (a Tensor, or a tuple in `group.outputs` order), as
@@ -414,14 +413,6 @@ class RowKernel:
         self._outputs = [(op.form, op.shape, op.node.meta["val"].dtype.np,
                           dim_order(op.node.meta["val"]) if op.form == "rows" else None)
                          for op in source.operands if op.name.startswith("out")]
-        self._launched = False
-
-    def __call__(self, *values: Any) -> Any:
-        """The kernel on Tensors (or numbers): Tensor results (check mode calls this)."""
-        results = self.run(*(v._data if isinstance(v, Tensor) else v for v in values))
-        if isinstance(results, tuple):
-            return tuple(Tensor._make(r) for r in results)
-        return Tensor._make(results)
 
     def run(self, *values: Any) -> Any:
         """The kernel on arrays (or numbers): an array, or a tuple of them (graph programs
@@ -440,13 +431,7 @@ class RowKernel:
             else:  # written as (n, m), then copied into eager's layout
                 outs.append(allocate(shape, dtype, order))
                 rows.append(np.empty((self._n, self._m), dtype))
-        if self._launched:
-            self._kernel(self._n, self._m, *rows, *arrays)
-        else:  # numba compiles (or loads) it now (Note [Compile status])
-            start = time.perf_counter()
-            self._kernel(self._n, self._m, *rows, *arrays)
-            self._launched = True
-            progress.kernel_launched(time.perf_counter() - start)
+        self.launch(self._kernel, self._n, self._m, *rows, *arrays)
         for out, row in zip(outs, rows, strict=True):
             if row.base is not out:
                 out.transpose(self._perm)[...] = row.reshape(
