@@ -331,3 +331,20 @@ def test_python_range_indexes_like_a_list():
     x = jg.zeros(3, 4)
     x[range(3), targets] -= 1
     assert x.sum().item() == -3.0 and x[1, 3].item() == -1.0
+
+
+def test_integer_steps_of_a_contiguous_tensor_are_views_laid_out_as_index_strides_says():
+    # the `index` op's shortcut for `x[k, t]` (a backward formula's step of a sequence)
+    # returns what the general layout step would: the C-contiguous view itself
+    from jitgrad.eager import layout
+    from jitgrad.eager.ops.indexing import INDEX
+
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    for index in [(1, 2), (0,), (1, 0, 3)]:
+        out = INDEX.forward(x, index)
+        general = layout.with_strides(x[index], layout.index_strides(x, index, x[index].shape))
+        assert np.shares_memory(out, x) and out.strides == general.strides
+        np.testing.assert_array_equal(out, general)
+    strided = x[:, ::2]  # not C-contiguous: the general step copies into C order
+    out = INDEX.forward(strided, (1,))
+    assert out.flags.c_contiguous and not np.shares_memory(out, x)

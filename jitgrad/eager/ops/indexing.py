@@ -39,6 +39,11 @@ def _index_forward(x: np.ndarray, index: tuple) -> np.ndarray:
 
 def _advanced_index_forward(x: np.ndarray, index: tuple) -> np.ndarray:
     out = x[index]
+    if type(index) is tuple and x.flags.c_contiguous and 1 not in out.shape \
+            and all(type(item) is int for item in index):
+        # `x[k, t]` of a C-contiguous x (a backward formula's step of a sequence) is a
+        # C-contiguous view, which is the layout index_strides gives: skip computing it
+        return out
     return layout.with_strides(out, layout.index_strides(x, index, out.shape))
 
 
