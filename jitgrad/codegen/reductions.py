@@ -139,7 +139,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
         if layout == "rows":
             lines += _rows_setup(strided)
         else:
-            lines += _setup(strided, columns)
+            lines += _setup(source, strided, columns)
         lines.append(f"    for o in {loop}({'n_blocks' if columns else 'n_outer_total'}):")
         if layout == "rows":
             lines += [f"        b_{op.name} = offsets[{k}] + o * strides[{k}, 0]"
@@ -159,7 +159,7 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     return "\n".join(header) + "\n", "\n".join(lines)
 
 
-def _setup(strided: list[Operand], columns: bool) -> list[str]:
+def _setup(source: ReductionSource, strided: list[Operand], columns: bool) -> list[str]:
     lines = ["    n_outer = outer_sizes.shape[0]",
              "    n_reduce = reduce_sizes.shape[0]",
              "    n_outer_total = 1",
@@ -172,7 +172,9 @@ def _setup(strided: list[Operand], columns: bool) -> list[str]:
              "    count = scalars[0]"]
     lines += [f"    s_{op.name} = strides[{k}, n_outer + n_reduce - 1]"
               for k, op in enumerate(strided)]
-    full = [op for op in strided if op.space == "full"]
+    # in the row variants, an input constant along the rows is read once per row (`_pass`)
+    full = [op for op in strided if op.space == "full"
+            and (columns or not source.constant_along_rows(op))]
     if columns:
         lines += ["    nk = outer_sizes[n_outer - 1]",
                   "    n_blocks = n_outer_total // nk if nk > 0 else 0"]
@@ -290,11 +292,16 @@ def _pass(source: ReductionSource, step: Step) -> list[str]:
     lines += ["    for j0 in range(0, m, BLOCK):",
               "        n_j = min(BLOCK, m - j0)",
               "        if dense:"]
-    lines += [f"            row_{op.name} = {op.name}[c_{op.name} + j0:c_{op.name} + j0 + n_j]"
+    # an input constant along the rows (a row's max, a 0-d fill value) is one read per
+    # row, which leaves the dense branch to the others (Note [Reduction kernels])
+    constant = {op.name for _, op in operands if source.constant_along_rows(op)}
+    lines += [f"            row_{op.name} = {op.name}[c_{op.name}]" if op.name in constant else
+              f"            row_{op.name} = {op.name}[c_{op.name} + j0:c_{op.name} + j0 + n_j]"
               for _, op in operands]
     lines += [f"            {line}" for line in start]
     lines.append("            for j in range(n_j):")
-    dense = {op.name: f"row_{op.name}[j]" for _, op in operands} | {"index": "r * m + j0 + j"}
+    dense = {op.name: f"row_{op.name}" if op.name in constant else f"row_{op.name}[j]"
+             for _, op in operands} | {"index": "r * m + j0 + j"}
     lines += [f"                {fill(line, dense)}" for line in element]
     lines += [f"            {line}" for line in flush]
     lines.append("        else:")

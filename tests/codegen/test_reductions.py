@@ -377,3 +377,28 @@ def test_max_reductions_of_math_functions_compile_and_match_eager(name, dtype):
         np.testing.assert_allclose(compiled_softmax(x).numpy(), F.softmax(fn(x), -1).numpy(),
                                    rtol=1e-5, atol=1e-6)
     assert produced  # the max ran in a compiled kernel
+
+
+def test_the_general_kernel_reads_row_constants_once_and_stays_dense():
+    # attention's masked softmax: a (1, 1, T, T) mask keeps the outer dims from coalescing
+    # (the general kernel) and the -inf fill value is 0-d; read once per row, it leaves
+    # the other operands the dense branch (it took the strided one: 14 ns per element)
+    rng = np.random.default_rng(12)
+    scores = jg.tensor(rng.standard_normal((2, 3, 5, 5)).astype(np.float32))
+    mask = jg.tensor(np.tril(np.ones((5, 5), np.float32)).reshape(1, 1, 5, 5))
+    fill = jg.tensor(np.float32(-np.inf))
+
+    def attention(scores, mask, fill):
+        return (scores * 0.5).masked_fill(mask == 0, fill).softmax(-1)
+
+    compiled, produced = compile_numba(attention)
+    assert_matches(compiled(scores, mask, fill), attention(scores, mask, fill), np.float32)
+    (group,) = reduction_groups(produced)
+    kernel = next(k for k in produced[0].kernels if isinstance(k, reductions.ReductionKernel))
+    inputs = [scores.numpy(), (mask == 0).numpy(), fill.numpy()]
+    *_, variant = kernel._plan([np.empty((2, 3, 5, 5), np.float32), *inputs])
+    assert variant == "kernel"
+    assert "row_in2 = in2[c_in2]" in kernel.source  # one read of the fill value per row
+    dense_check = next(line for line in kernel.source.splitlines()
+                       if line.strip().startswith("dense = s_"))
+    assert "s_in2" not in dense_check
