@@ -1,7 +1,9 @@
 """Check one program on every backend, shrink a failure, save it for reproduction.
 
 `check(program, backends)` returns the mismatches as `{backend: (call index, [(kind,
-detail)...])}`; a backend's label is `backend:kind` of its first mismatch. `shrink`
+detail)...])}`; a backend's label is `backend:kind` of its first mismatch, or
+`backend:fallback` when its values match but a compile fell back to eager after an error
+of jitgrad's own (`runner.FALLBACKS`). `shrink`
 deletes statements, returned values and calls while the label persists and eager still
 runs (a deleted definition makes eager raise NameError: that candidate is rejected).
 `save` writes the original and shrunk program, its inputs and a report under
@@ -40,6 +42,9 @@ def check(program: Program, backends, torch_worker=None) -> dict:
             if diff is not None and any(kind == "grad_value" for kind, _ in diff[1]):
                 diff = compare.compare(program, ref, got, sink=True,
                                        exact_results=float64_references(program, results))
+        if diff is None and backend in runner.JITGRAD_BACKENDS:
+            diff = next(((i, [("fallback", r["fallback"])]) for i, r in enumerate(got)
+                         if "fallback" in r), None)
         if diff is not None:
             found[backend] = diff
     return found

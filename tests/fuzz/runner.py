@@ -85,11 +85,28 @@ def run_jitgrad(program, backend: str) -> list[dict]:
     """Results of every call of `program` on eager jitgrad or one compile backend."""
     fn, sink = harness.load_program(jitgrad, program.source, source_file(program),
                                     jitgrad.graph_break)
-    if backend != "eager":
-        fn = jitgrad.compile(fn, backend="eager" if backend == "compiled_eager" else backend)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return [harness.run_call(jitgrad, fn, call, sink) for call in program.calls]
+    if backend == "eager":
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return [harness.run_call(jitgrad, fn, call, sink) for call in program.calls]
+    fn = jitgrad.compile(fn, backend="eager" if backend == "compiled_eager" else backend)
+    results = []
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        for call in program.calls:
+            seen = len(caught)
+            result = harness.run_call(jitgrad, fn, call, sink)
+            fallback = next((str(w.message) for w in caught[seen:]
+                             if any(marker in str(w.message) for marker in FALLBACKS)), None)
+            if fallback is not None:
+                result["fallback"] = fallback[:300]
+            results.append(result)
+    return results
+
+
+# warnings of a compile that fell back to eager after a failure of jitgrad's own (the
+# values still match eager's, so only this says coverage was lost)
+FALLBACKS = ("runs eagerly after an internal error", "a kernel failed to compile")
 
 
 # text that makes a program's path depend on its float width: then a float64 run of it is

@@ -180,3 +180,21 @@ def test_a_data_branch_on_a_sum_does_not_depend_on_the_summation_order():
         seen.add(bool(eval(torch_cond.format(a="a"), {"a": a})))
         seen.add(bool(eval(numpy_cond.format(a="x"), {"np": np, "x": a.numpy()})))
     assert seen == {False}  # the rounded, clamped sum: -1000 - 1 + 1000 + ... < 0
+
+
+def test_a_compile_that_falls_back_to_eager_is_a_finding(monkeypatch):
+    # the values match eager's when a compile falls back after an internal error, so only
+    # its warning says the program ran uncompiled: the check labels it backend:fallback
+    program = Program(seed=0, source="def program(a):\n    return (a * 2.0 + 1.0,)\n",
+                      numpy_source=None,
+                      calls=[[{"kind": "tensor", "array": np.ones(3, np.float32),
+                               "layout": "contig", "requires_grad": False}]])
+    assert campaign.check(program, ["numba"]) == {}
+
+    def broken(graph):
+        raise AssertionError("an injected fault in fusion")
+
+    monkeypatch.setattr("jitgrad.codegen.backend.find_fusion_groups", broken)
+    found = campaign.check(program, ["numba"])
+    assert campaign.label_of("numba", found["numba"]) == "numba:fallback"
+    assert "an injected fault in fusion" in found["numba"][1][0][1]
