@@ -66,7 +66,7 @@ class _Operand:
     shape: tuple[int, ...]
 
 
-class _RowSource:
+class RowSource:
     """The layout of one row group: its operands, levels and passes (see `lower_row_group`)."""
 
     def __init__(self, group: FusionGroup) -> None:
@@ -142,7 +142,7 @@ class _Pass:
     stores: list[Node]
 
 
-def plan_passes(source: _RowSource) -> tuple[list[_Pass], dict[Node, int]]:
+def plan_passes(source: RowSource) -> tuple[list[_Pass], dict[Node, int]]:
     """The passes of a row group and, for each stored member, the pass that stores it."""
     writes = [op.node for op in source.operands if op.form == "rows" and op.name[:3] == "out"]
     count = max([source.depth] + [source.level[w] + 1 for w in writes])
@@ -169,7 +169,7 @@ def plan_passes(source: _RowSource) -> tuple[list[_Pass], dict[Node, int]]:
     return plan, stored
 
 
-def _closure(source: _RowSource, targets: list[Node], leaves: set[Node]) -> list[Node]:
+def _closure(source: RowSource, targets: list[Node], leaves: set[Node]) -> list[Node]:
     """The members over the rows that computing `targets` needs, in graph order; members in
     `leaves` are read from their scratch rows instead."""
     needed: set[Node] = set()
@@ -184,9 +184,9 @@ def _closure(source: _RowSource, targets: list[Node], leaves: set[Node]) -> list
     return [n for n in source.group.nodes if n in needed and n not in leaves]
 
 
-def lower_row_group(group: FusionGroup) -> tuple[str, str]:
-    """The kernel module computing row group `group` (Note [Row kernels]): (header, body),
-    as `kernels.lower_group` returns them.
+def lower_row_group(source: RowSource) -> tuple[str, str]:
+    """The kernel module computing the row group of `source` (Note [Row kernels]):
+    (header, body), as `kernels.lower_group` returns them.
 
     The module defines `kernel(n, m, <operands>)`: n rows of m elements; operands are the
     outputs (out0, ...: (n, m) over the rows, (n,) over the kept elements), then the
@@ -194,7 +194,7 @@ def lower_row_group(group: FusionGroup) -> tuple[str, str]:
     `kernel_parallel`, the same with the rows shared out by prange (compiled on its first
     launch, Note [Kernel variants] in kernels.py).
     """
-    source = _RowSource(group)
+    group = source.group
     plan, stored = plan_passes(source)
     header = [f"# jitgrad row kernel {group.name} over {list(group.shape)} reducing dims "
               f"{source.dims}: {len(group.nodes)} fused node(s), {len(plan)} pass(es)"]
@@ -228,7 +228,7 @@ def _np_type(node: Node) -> str:
     return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
 
 
-def _kept_statements(source: _RowSource, kept_nodes: list[Node], level: int,
+def _kept_statements(source: RowSource, kept_nodes: list[Node], level: int,
                      names: dict[Node, str]) -> list[str]:
     """The members over the kept elements of `level`, once per row (their outside inputs
     are the row's `x_r<k>` locals)."""
@@ -260,7 +260,7 @@ class _Access:
         return [f"s_{array} = {array}[j0:j0 + n_j]" for array in self.used]
 
 
-def _element_names(source: _RowSource, nodes: list[Node], names: dict[Node, str],
+def _element_names(source: RowSource, nodes: list[Node], names: dict[Node, str],
                    scratch: dict[Node, str], stored: dict[Node, int], p: int,
                    reductions: list[Node], at: _Access) -> dict[Node, str]:
     """The expressions members of pass `p` read at element j: kept values by their locals,
@@ -279,7 +279,7 @@ def _element_names(source: _RowSource, nodes: list[Node], names: dict[Node, str]
     return local
 
 
-def _pass_lines(source: _RowSource, walk: _Pass, p: int, names: dict[Node, str],
+def _pass_lines(source: RowSource, walk: _Pass, p: int, names: dict[Node, str],
                 scratch: dict[Node, str], stored: dict[Node, int]) -> list[str]:
     """Pass `p` over one row: accumulators, the loop, the NaN check of amax/amin, and
     the reductions' results as locals `red<k>` (added to `names`)."""
@@ -333,7 +333,7 @@ def _pass_lines(source: _RowSource, walk: _Pass, p: int, names: dict[Node, str],
     return lines
 
 
-def _nan_check(source: _RowSource, reduction: Node, p: int, k: int, names: dict[Node, str],
+def _nan_check(source: RowSource, reduction: Node, p: int, k: int, names: dict[Node, str],
                scratch: dict[Node, str], stored: dict[Node, int]) -> list[str]:
     """After an amax/amin pass: a walk summing the reduced values into `h<k>`, NaN only if
     one of them is NaN (or infinities of both signs were seen), and then a walk looking
@@ -364,12 +364,12 @@ def _pairwise_in_eager(spec: ReductionSpec) -> bool:
         and spec.dims == tuple(range(val.ndim - len(spec.dims), val.ndim))
 
 
-def _out_index(source: _RowSource, node: Node) -> int:
+def _out_index(source: RowSource, node: Node) -> int:
     return next(int(op.name[3:]) for op in source.operands
                 if op.node is node and op.name.startswith("out"))
 
 
-def _result(source: _RowSource, reduction: Node, k: int) -> str:
+def _result(source: RowSource, reduction: Node, k: int) -> str:
     """The reduction's value from its accumulator, rounded as eager's op rounds it: a
     float32 sum is the float64 sum rounded once; a float32 mean divides the float32 sum
     (PyTorch's accumulation type, jitgrad/eager/ops/reduction.py)."""
@@ -392,13 +392,13 @@ class RowKernel(LaunchedKernel):
 
     def __init__(self, group: FusionGroup, directory: Path | None = None) -> None:
         self.name = group.name
-        source = _RowSource(group)
+        source = RowSource(group)
         self.shape = source.shape
         self._perm = (*source.kept, *source.dims)
         self._identity = self._perm == tuple(range(len(self.shape)))
         self._n = math.prod(self.shape[d] for d in source.kept)
         self._m = math.prod(self.shape[d] for d in source.dims)
-        header, body = lower_row_group(group)
+        header, body = lower_row_group(source)
         self.source = header + body
         self.path = cache.write_kernel(header, body, directory)
         log_kernel(self.name, self.path, self.source)
