@@ -9,6 +9,8 @@ JITGRAD_CACHE_DIR      where compiled kernels are cached (used by jitgrad.codege
 JITGRAD_CHECK=1|raise  check mode: every compiled graph also runs with eager ops and the first
                        differing node raises CheckError (jitgrad/codegen/check.py);
 JITGRAD_CHECK=warn     the same, but warns and continues with eager's values.
+JITGRAD_SMALL_GROUPS_AS_NUMPY=0  every fusion group gets a kernel, however small (default 1:
+                       Note [Groups too small for a kernel] in jitgrad/codegen/launch_cost.py).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ CACHE_DIR = os.environ.get("JITGRAD_CACHE_DIR") or os.path.join(
 # what `jitgrad.compile` and `jitgrad.explain` use when no backend is given; "eager" runs
 # captured graphs with eager ops (the oracle), e.g. while debugging a compiled function
 DEFAULT_BACKEND = "numba"
+
+# Note [Groups too small for a kernel] (jitgrad/codegen/launch_cost.py): a fusion group
+# whose numpy ops cost less than a kernel launch runs as those ops; False gives every group
+# a kernel (the test suite sets it, to test the kernels on small inputs)
+SMALL_GROUPS_AS_NUMPY = os.environ.get("JITGRAD_SMALL_GROUPS_AS_NUMPY", "1") != "0"
 
 RECOMPILE_LIMIT = 8  # per code object, as torch.compile
 TOTAL_RECOMPILE_LIMIT = 256

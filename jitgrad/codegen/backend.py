@@ -29,6 +29,7 @@ from jitgrad.codegen import progress
 from jitgrad.codegen.autograd import compile_region
 from jitgrad.codegen.fusion import FusionGroup, find_fusion_groups
 from jitgrad.codegen.kernels import Kernel
+from jitgrad.codegen.launch_cost import worth_a_kernel
 from jitgrad.codegen.program import build_program_graph
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
@@ -45,14 +46,18 @@ _FUSION_LOG = config.logger("fusion")
 class CompiledGraph:
     """What the numba backend returns: call it with the graph's flat inputs.
 
-    fusion_groups: the FusionGroups found (for `explain()`); kernels: their Kernels, in the
-    same order; wrapper: the GraphModule that runs them (its `code` is the wrapper source).
+    fusion_groups: the FusionGroups run as kernels (for `explain()`); kernels: their
+    Kernels, in the same order; numpy_groups: the groups too small for a kernel, whose
+    members run as numpy ops (Note [Groups too small for a kernel] in launch_cost.py);
+    wrapper: the GraphModule that runs them (its `code` is the wrapper source).
     """
 
     def __init__(self, wrapper: GraphModule, fusion_groups: list[FusionGroup],
-                 kernels: list[Kernel], graph: Graph, attrs: dict[str, Any]) -> None:
+                 kernels: list[Kernel], graph: Graph, attrs: dict[str, Any],
+                 numpy_groups: list[FusionGroup]) -> None:
         self.wrapper = wrapper
         self.fusion_groups = fusion_groups
+        self.numpy_groups = numpy_groups
         self.kernels = kernels
         self.forward = wrapper.forward
         self._graph = graph
@@ -63,6 +68,9 @@ class CompiledGraph:
         """Its fusion groups, each kernel's source (once per kernel file) and the wrapper's
         code: what `jitgrad.show` prints after an entry's runner."""
         parts = ["# fusion groups:", *([str(g) for g in self.fusion_groups] or ["(none)"])]
+        if self.numpy_groups:
+            parts += ["# groups run as numpy ops (too small for a kernel):",
+                      *(str(g) for g in self.numpy_groups)]
         shown = set()
         for kernel in self.kernels:
             if kernel.path in shown:
@@ -137,13 +145,19 @@ def compile_graph(graph: Graph, attrs: dict[str, Any]) -> CompiledGraph:
     """Fusion groups of `graph` compiled into kernels, run by its program (a GraphModule
     over arrays, Note [Graph programs] in program.py)."""
     start = time.perf_counter()
-    groups = find_fusion_groups(graph)
+    groups: list[FusionGroup] = []
+    numpy_groups: list[FusionGroup] = []
+    for group in find_fusion_groups(graph):
+        (groups if worth_a_kernel(group) else numpy_groups).append(group)
     if _FUSION_LOG.isEnabledFor(logging.INFO):
         _FUSION_LOG.info("%d fusion group(s)\n%s", len(groups),
                          "\n".join(str(g) for g in groups) or "(none)")
+        if numpy_groups:
+            _FUSION_LOG.info("%d group(s) run as numpy ops (too small for a kernel)\n%s",
+                             len(numpy_groups), "\n".join(str(g) for g in numpy_groups))
     kernels = [Kernel(group) for group in groups]
     wrapper = GraphModule(build_program_graph(graph, groups, kernels), attrs)
     report.record_time("codegen", time.perf_counter() - start)
     if _LOG.isEnabledFor(logging.INFO):
         _LOG.info("wrapper of %d kernel(s)\n%s", len(kernels), wrapper.code)
-    return CompiledGraph(wrapper, groups, kernels, graph, attrs)
+    return CompiledGraph(wrapper, groups, kernels, graph, attrs, numpy_groups)

@@ -61,6 +61,7 @@ class Emitter:
 
     def __init__(self, dtype: np.dtype) -> None:
         self.dtype = dtype
+        self.calls_math = False  # set by `call`: the expression calls a math function
 
     def const(self, value: Any) -> str:
         """A literal of `value` in the compute dtype (`np.float32(0.5)`, `np.float32(np.inf)`,
@@ -88,6 +89,7 @@ class Emitter:
         another specialization), else `math.<name>` (see MATH_FUNCTIONS).
 
         Raises NotLowerableError for a function kernels lack (the form then declines)."""
+        self.calls_math = True
         function = FUNCTIONS.get((name, self.dtype))
         cast = ", ".join(f"np.{self.dtype.name}({a})" for a in args)
         if function is not None:
@@ -285,11 +287,21 @@ def lower_node(node: Node, names: dict[Node, str]) -> str | None:
     names: the kernel local holding each Node operand (operands missing from it are
     written as `_`, enough to ask whether the node lowers at all).
     """
+    return _lowered(node, names)[0]
+
+
+def calls_math(node: Node) -> bool:
+    """Whether the lowered expression of a pointwise node calls a math function (`exp`,
+    `tanh`, ...), not only arithmetic."""
+    return _lowered(node, {})[1]
+
+
+def _lowered(node: Node, names: dict[Node, str]) -> tuple[str | None, bool]:
     lowering = LOWERINGS[node.target]
     emitter = Emitter(compute_dtype(node))
     args = [names.get(a, "_") if isinstance(a, Node) else
             (None if a is None else emitter.const(a)) for a in node.args]
-    return lowering(emitter, *args, **node.kwargs)
+    return lowering(emitter, *args, **node.kwargs), emitter.calls_math
 
 
 def compute_dtype(node: Node) -> np.dtype:

@@ -11,6 +11,7 @@ from typing import Any
 from jitgrad.trace.capture.sources import SizeSource, Source
 from jitgrad.trace.capture.tracing import TraceResult
 from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.runtime.dynamic import SymbolicGraph
 from jitgrad.trace.runtime.runner import Runner
 
 
@@ -24,6 +25,8 @@ class CacheEntry:
         self.guards = result.guards
         self.graph_module = graph_module
         self.compiled = compiled  # what the backend returned (its `show()`, if any)
+        # over symbolic sizes: a guard that holds may still need its sizes checked
+        self.symbolic = isinstance(compiled, SymbolicGraph)
         self.hits = 0
 
     @property
@@ -48,6 +51,14 @@ class CodeCache:
         self.dynamic_sizes: frozenset[SizeSource] = frozenset()
         self.static_sizes: frozenset[SizeSource] = frozenset()
         self.eager_reason: str | None = None  # set when the frame runs eagerly from now on
+        self.live = True  # False once dropped (`clear`, `drop`): a holder must look it up again
+
+    def serves(self, fn: types.FunctionType) -> bool:
+        """Whether this is still the cache `cache_for(fn, ...)` returns (for a caller that
+        holds it between calls): not dropped, and `fn`'s defaults are still the ones it was
+        made for (they can be reassigned; code and closure cannot)."""
+        return self.live and self.owners[1] is fn.__defaults__ and \
+            self.owners[2] is fn.__kwdefaults__
 
 
 # (code, closure, defaults, kwdefaults, backend) identities, then the options
@@ -77,7 +88,9 @@ def cache_for(fn: types.FunctionType, backend: Any,
 
 
 def _drop_cache(key: CacheKey) -> None:
-    _CACHES.pop(key, None)
+    cache = _CACHES.pop(key, None)
+    if cache is not None:
+        cache.live = False
 
 
 def _cache_key(fn: types.FunctionType, backend: Any) -> tuple[int, ...]:
@@ -87,9 +100,13 @@ def _cache_key(fn: types.FunctionType, backend: Any) -> tuple[int, ...]:
 
 def clear() -> None:
     """Forget every code object's entries."""
+    for cache in _CACHES.values():
+        cache.live = False
     _CACHES.clear()
 
 
 def drop(fn: types.FunctionType, backend: Any, options: tuple[bool, bool | None]) -> None:
     """Forget the entries of `fn`'s code object compiled for `backend` with `options`."""
-    _CACHES.pop((*_cache_key(fn, backend), *options), None)
+    cache = _CACHES.pop((*_cache_key(fn, backend), *options), None)
+    if cache is not None:
+        cache.live = False

@@ -46,7 +46,7 @@ from jitgrad.trace.guards import changed_numbers, changed_sizes, explain_failure
 from jitgrad.trace.runtime import code_cache, report, user_lines
 from jitgrad.trace.runtime.backends import lookup_backend
 from jitgrad.trace.runtime.code_cache import CacheEntry, CodeCache, cache_for
-from jitgrad.trace.runtime.dynamic import SymbolicGraph, signature
+from jitgrad.trace.runtime.dynamic import signature
 from jitgrad.trace.runtime.pipeline import break_reason, compile_frame, trace
 from jitgrad.trace.runtime.runner import RunnerEnv, named_const
 
@@ -107,6 +107,7 @@ class CompiledFunction:
         if decorated is not None:
             self._grad_mode, self._function = decorated
         self._resumes: dict[tuple, CompiledFunction] = {}
+        self._code_cache: CodeCache | None = None  # held between calls (`_cache`)
         functools.update_wrapper(self, self._function)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -201,13 +202,20 @@ class CompiledFunction:
             _NESTED[0] -= 1
             sys.setrecursionlimit(limit)
 
+    def _cache(self) -> CodeCache:
+        """The cache of this function's code object: looked up once and held while it
+        serves (a cached call then costs no key building or dict lookup)."""
+        cache = self._code_cache
+        if cache is None or not cache.serves(self._function):
+            cache = self._code_cache = cache_for(self._function, self._backend, self._options)
+        return cache
+
     def _call_compiled(self, args: tuple, kwargs: dict[str, Any]) -> Any:
-        cache = cache_for(self._function, self._backend, self._options)
+        cache = self._cache()
         symbolic_entries = []
         for entry in cache.entries:
             if entry.guard(*args, **kwargs):
-                if isinstance(entry.compiled, SymbolicGraph) and not entry.compiled.serves(
-                        args, kwargs):
+                if entry.symbolic and not entry.compiled.serves(args, kwargs):
                     symbolic_entries.append(entry)  # after any entry that serves as it is
                     continue
                 entry.hits += 1
@@ -344,7 +352,7 @@ class CompiledFunction:
                        f"call matched none: {reason.removeprefix(self._qualname() + ': ')}")
 
     def _compile(self, args: tuple, kwargs: dict[str, Any]) -> CacheEntry:
-        cache = cache_for(self._function, self._backend, self._options)
+        cache = self._cache()
         return compile_frame(self._function, args, kwargs, self._backend, cache,
                              self._fullgraph, self._dynamic, self._resume, self._trampoline)
 
@@ -368,7 +376,7 @@ class CompiledFunction:
         """Readable source of every compiled entry: guards, graph, runner, the backend's
         code (the numba backend: fusion groups, kernels, wrapper; forward and backward when
         training), and recursively the resume functions it calls (`jitgrad.show(fn)`)."""
-        cache = cache_for(self._function, self._backend, self._options)
+        cache = self._cache()
         name = self._qualname()
         if config.DISABLE:
             return f"# {name}: no compiled entry ({report.DISABLED_MESSAGE})\n"
