@@ -1,10 +1,12 @@
-"""Training steps: an MLP step with AdamW and a minGPT-sized transformer forward+backward.
+"""Training steps: an MLP step with AdamW and with SGD, and a minGPT-sized transformer
+forward+backward.
 
 1. MLP train step, batch 64, 784-256-256-10 (ReLU), cross-entropy, `zero_grad`,
-   `backward`, AdamW step: numpy (a hand-written forward, backward and AdamW update, the
-   floor for op-by-op execution), jitgrad eager, jitgrad compiled (the whole step under
-   `jitgrad.compile(backend="numba")`), torch eager and torch.compile (inductor). Peak
-   memory of one step (tracemalloc, numpy's allocations) for jitgrad eager and compiled.
+   `backward`, AdamW step (then the same with a plain SGD step, lr 0.01): numpy (a
+   hand-written forward, backward and update, the floor for op-by-op execution), jitgrad
+   eager, jitgrad compiled (the whole step under `jitgrad.compile(backend="numba")`),
+   torch eager and torch.compile (inductor). Peak memory of one AdamW step (tracemalloc,
+   numpy's allocations) for jitgrad eager and compiled.
 2. Transformer forward+backward: token + position embeddings, one pre-LayerNorm block
    (causal self-attention, 4 heads; MLP with GELU), LayerNorm, head, cross-entropy;
    batch 16, block 32, n_embd 64, vocab 65; `loss.backward()`, no optimizer step. jitgrad
@@ -29,6 +31,7 @@ from benchmarks.harness import interleaved_medians, print_table, try_import_torc
 MLP_SIZES = (784, 256, 256, 10)
 MLP_BATCH = 64
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
+SGD_LR = 0.01
 BATCH, BLOCK, N_EMBD, N_HEAD, VOCAB = 16, 32, 64, 4, 65
 
 
@@ -42,16 +45,18 @@ def mlp_weights(rng: np.random.Generator) -> list[np.ndarray]:
     return weights
 
 
-def make_mlp_step(lib, weights: list[np.ndarray]):
-    """The training step of `lib` (jitgrad or torch) over an MLP holding `weights`."""
+def make_mlp_step(lib, weights: list[np.ndarray], optimizer_name: str = "adamw"):
+    """The training step of `lib` (jitgrad or torch) over an MLP holding `weights`, with
+    an AdamW or ("sgd") a plain SGD update."""
     nn = lib.nn
     layers = [nn.Linear(a, b) for a, b in zip(MLP_SIZES[:-1], MLP_SIZES[1:], strict=True)]
     model = nn.Sequential(layers[0], nn.ReLU(), layers[1], nn.ReLU(), layers[2])
     with lib.no_grad():
         for param, value in zip(model.parameters(), weights, strict=True):
             param.copy_(lib.tensor(value))
-    optimizer = lib.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS,
-                                weight_decay=WEIGHT_DECAY)
+    optimizer = lib.optim.SGD(model.parameters(), lr=SGD_LR) if optimizer_name == "sgd" \
+        else lib.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS,
+                             weight_decay=WEIGHT_DECAY)
 
     def step(x, y):
         loss = nn.functional.cross_entropy(model(x), y)
@@ -64,9 +69,10 @@ def make_mlp_step(lib, weights: list[np.ndarray]):
 
 
 class NumpyMLPStep:
-    """The same step written with numpy: forward, cross-entropy, backward, AdamW."""
+    """The same step written with numpy: forward, cross-entropy, backward, AdamW or SGD."""
 
-    def __init__(self, weights: list[np.ndarray]) -> None:
+    def __init__(self, weights: list[np.ndarray], optimizer_name: str = "adamw") -> None:
+        self.update = self.sgd if optimizer_name == "sgd" else self.adamw
         self.params = [w.copy() for w in weights]
         self.m = [np.zeros_like(w) for w in weights]
         self.v = [np.zeros_like(w) for w in weights]
@@ -88,8 +94,12 @@ class NumpyMLPStep:
         d_h1 = (d_h2 @ w2) * (h1 > 0)
         grads = [d_h1.T @ x, d_h1.sum(0), d_h2.T @ h1, d_h2.sum(0), d_logits.T @ h2,
                  d_logits.sum(0)]
-        self.adamw(grads)
+        self.update(grads)
         return float(loss)
+
+    def sgd(self, grads: list[np.ndarray]) -> None:
+        for p, g in zip(self.params, grads, strict=True):
+            p -= SGD_LR * g
 
     def adamw(self, grads: list[np.ndarray]) -> None:
         self.t += 1
@@ -113,7 +123,7 @@ def peak_mib(fn) -> float:
     return peak / 2**20
 
 
-def mlp_variants() -> tuple[dict, dict]:
+def mlp_variants(optimizer_name: str = "adamw") -> tuple[dict, dict]:
     """name -> zero-argument step, checked against jitgrad eager's first loss; and the
     peak MiB of one jitgrad eager and compiled step."""
     import jitgrad
@@ -123,9 +133,10 @@ def mlp_variants() -> tuple[dict, dict]:
     x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
     y = rng.integers(0, MLP_SIZES[-1], MLP_BATCH)
     xj, yj = jitgrad.tensor(x), jitgrad.tensor(y)
-    eager = make_mlp_step(jitgrad, weights)
-    compiled = jitgrad.compile(make_mlp_step(jitgrad, weights), backend="numba")
-    numpy_step = NumpyMLPStep(weights)
+    eager = make_mlp_step(jitgrad, weights, optimizer_name)
+    compiled = jitgrad.compile(make_mlp_step(jitgrad, weights, optimizer_name),
+                               backend="numba")
+    numpy_step = NumpyMLPStep(weights, optimizer_name)
     runs = {"numpy": lambda: numpy_step(x, y), "jitgrad eager": lambda: eager(xj, yj),
             "jitgrad compiled (numba)": lambda: compiled(xj, yj)}
     losses = {"numpy": numpy_step(x, y), "jitgrad eager": eager(xj, yj).item(),
@@ -133,8 +144,8 @@ def mlp_variants() -> tuple[dict, dict]:
     torch = try_import_torch()
     if torch is not None:
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-        torch_eager = make_mlp_step(torch, weights)
-        torch_compiled = torch.compile(make_mlp_step(torch, weights))
+        torch_eager = make_mlp_step(torch, weights, optimizer_name)
+        torch_compiled = torch.compile(make_mlp_step(torch, weights, optimizer_name))
         runs["torch eager"] = lambda: torch_eager(xt, yt)
         runs["torch.compile (inductor)"] = lambda: torch_compiled(xt, yt)
         losses["torch eager"] = torch_eager(xt, yt).item()
@@ -224,6 +235,11 @@ def main() -> None:
                 "numpy")
     print("  peak memory of one step: " + ", ".join(f"{name} {mib:.2f} MiB"
                                                     for name, mib in memory.items()))
+    runs, _ = mlp_variants("sgd")
+    medians = interleaved_medians(runs, number=20)
+    print_table(f"MLP train step, batch {MLP_BATCH}, {'-'.join(map(str, MLP_SIZES))}, SGD, "
+                "1 thread, median", [(k, v * 1e3) for k, v in medians.items()], "ms/step",
+                "numpy")
     medians = interleaved_medians(gpt_variants(), number=3)
     print_table(f"Transformer block forward+backward, batch {BATCH}, block {BLOCK}, n_embd "
                 f"{N_EMBD}, {N_HEAD} heads, vocab {VOCAB}, 1 thread, median",

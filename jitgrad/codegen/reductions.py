@@ -63,6 +63,7 @@ the same order.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -249,12 +250,18 @@ def _column_steps(source: ReductionSource, program: Program) -> list[str]:
 def _per_column(block: list[str], state: list[str]) -> list[str]:
     """`block` (whole statements) for column k: the state locals it reads loaded from
     their `st_` arrays first, those it assigns stored back after (found by parsing it)."""
-    tree = ast.parse("\n".join(block))
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    written = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-               and isinstance(n.ctx, ast.Store)}
+    used, written = _names_in("\n".join(block))
     return [*(f"{name} = st_{name}[k]" for name in state if name in used), *block,
             *(f"st_{name}[k] = {name}" for name in state if name in written)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(code: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The names `code` reads or writes, and those it assigns (each kernel of a graph over
+    symbolic sizes, compiled again per set of sizes, asks for the same blocks)."""
+    names = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)]
+    return frozenset(n.id for n in names), \
+        frozenset(n.id for n in names if isinstance(n.ctx, ast.Store))
 
 
 def _pass_operands(source: ReductionSource, step: Step) -> list[tuple[int, Operand]]:
