@@ -9,7 +9,8 @@
    sliced by T, LayerNorm, head; B=1, C=64, 4 heads), the sequence growing by one token
    per step: wall time of the whole loop, compiles included, for jitgrad eager, jitgrad
    compiled (numba), torch eager and torch.compile (default: automatic dynamic), and the
-   number of traces.
+   number of traces; then the same loop run again (every length seen, nothing compiles),
+   interleaved medians of 5 runs, which is what a compiled decoding loop costs once warm.
 
 Run: python -m benchmarks.dynamic_shapes
 """
@@ -22,7 +23,7 @@ import time
 
 import numpy as np
 
-from benchmarks.harness import print_table, try_import_torch
+from benchmarks.harness import interleaved_medians, print_table, try_import_torch
 
 
 def head(x, w, b):
@@ -113,8 +114,10 @@ def main() -> None:
     gpt = gpt_modules(nn, functional, jg.arange, jg.tril, jg.ones, jg.long)
     jg.manual_seed(0)
     model = gpt().eval()
+    loops = {"jitgrad eager": (jg, model)}
     loop = [("jitgrad eager", decode(jg, model) * 1e3)]
     compiled = jg.compile(model)
+    loops["jitgrad.compile (numba)"] = (jg, compiled)
     loop.append(("jitgrad.compile (numba)", decode(jg, compiled) * 1e3))
     traces = entry.cache_for(compiled._function, compiled._backend).compiles
     torch = try_import_torch()
@@ -123,11 +126,19 @@ def main() -> None:
                                 torch.ones, torch.long)
         torch.manual_seed(0)
         torch_model = torch_gpt().eval()
+        torch_compiled = torch.compile(torch_model)
+        loops["torch eager"] = (torch, torch_model)
+        loops["torch.compile"] = (torch, torch_compiled)
         loop.append(("torch eager", decode(torch, torch_model) * 1e3))
-        loop.append(("torch.compile", decode(torch, torch.compile(torch_model)) * 1e3))
+        loop.append(("torch.compile", decode(torch, torch_compiled) * 1e3))
     print_table("40-step decoding loop, sequence 2 -> 42, compiles included (1 thread)", loop,
                 "ms", "jitgrad eager")
     print(f"  jitgrad traces: {traces}")
+    warm = interleaved_medians({name: (lambda lib=lib, m=m: decode(lib, m))
+                                for name, (lib, m) in loops.items()}, number=1, rounds=5)
+    print_table("The same 40-step decoding loop again, every length compiled (1 thread, "
+                "median of 5)", [(k, v * 1e3) for k, v in warm.items()], "ms",
+                "jitgrad eager")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ from jitgrad.codegen.reduction_source import (
 from jitgrad.trace.ir.graph import Node
 
 
-def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
+def lower_reduction_group(group: FusionGroup, source: ReductionSource) -> tuple[str, str]:
     """The kernel module computing reduction `group` (Note [Reduction kernels]): (header,
     body), as `kernels.lower_group` returns them.
 
@@ -109,9 +109,8 @@ def lower_reduction_group(group: FusionGroup) -> tuple[str, str]:
     the sign of amax/amin/argmax/argmin, layer_norm's eps, cross-entropy's ignore_index
     and reduction code). Operands: out0, ... (outputs), in0, ... (inputs),
     then for cross-entropy table0 (class weights, if any), total (1,) and bad (2,) int64
-    (a flag and the first bad class id).
+    (a flag and the first bad class id). `source` is the group's ReductionSource.
     """
-    source = ReductionSource(group)
     spec = source.spec
     header = [f"# jitgrad kernel {group.name} over {list(group.shape)} reducing dims "
               f"{spec.dims} ({spec.kind}): {len(group.nodes)} fused node(s)"]
@@ -387,7 +386,7 @@ class ReductionKernel(LaunchedKernel):
         self._source = ReductionSource(group)
         self.spec: ReductionSpec = self._source.spec
         self.shape = tuple(group.shape)
-        header, body = lower_reduction_group(group)
+        header, body = lower_reduction_group(group, self._source)
         self.source = header + body
         self.path = cache.write_kernel(header, body, directory)
         log_kernel(self.name, self.path, self.source)
