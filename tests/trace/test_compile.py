@@ -14,6 +14,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - the PyTorch convention
+from jitgrad.trace.runtime import entry
 
 
 def assert_same(compiled, eager):
@@ -605,6 +606,29 @@ def test_functions_sharing_code_with_different_defaults_do_not_share_graphs():
             return x * k
 
         np.testing.assert_array_equal(jg.compile(scaled)(x).numpy(), (x * k).numpy())
+
+
+def test_a_held_code_cache_follows_reassigned_defaults_reset_and_explain():
+    """A compiled function holds its code cache between calls (no key built per call);
+    reassigning the function's defaults, `jitgrad.reset()` and `explain()` (which drops
+    the cache) are each seen by the next call."""
+    x = jg.arange(4.0)
+
+    def scaled(x, k=2.0):
+        return x * k
+
+    compiled = jg.compile(scaled)
+    np.testing.assert_array_equal(compiled(x).numpy(), [0, 2, 4, 6])
+    scaled.__defaults__ = (3.0,)
+    np.testing.assert_array_equal(compiled(x).numpy(), [0, 3, 6, 9])
+    held = entry.cache_of(compiled)
+    assert held.compiles == 1  # a cache of its own, not a recompile of the first
+    jg.reset()
+    np.testing.assert_array_equal(compiled(x).numpy(), [0, 3, 6, 9])
+    assert entry.cache_of(compiled) is not held and entry.cache_of(compiled).compiles == 1
+    assert jg.explain(compiled)(x).graph_count == 1
+    np.testing.assert_array_equal(compiled(x).numpy(), [0, 3, 6, 9])
+    assert entry.cache_of(compiled).entries[0].hits == 1
 
 
 REGISTRY = []
