@@ -9,7 +9,7 @@ pointwise prologues and epilogues are fusion groups too (Note [Reduction fusion]
 in `reductions.py`).
 A kernel numba fails to compile makes its graph run with eager ops, with one warning.
 A graph whose inputs require grad (with grad enabled at its entry or inside it) is split
-into forward and backward graphs (Note [Joint graphs] in autograd.py), each compiled this
+into forward and backward graphs (Note [Joint graphs] in joint_graphs.py), each compiled this
 way, and runs as a `CompiledRegion` with one autograd node; when its backward cannot be
 built, it runs `gm.forward` itself so eager autograd records through it (logged on `perf_hints`).
 """

@@ -395,7 +395,7 @@ class CheckedRegion:
         if differing is None:
             return outputs
         _report(Mismatch(*differing, "region", note=(
-            "the joint forward graph (codegen/autograd.py) computes this output differently "
+            "the joint forward graph (codegen/joint_graphs.py) computes this output differently "
             "from the captured graph")), self.warned)
         default_generator.set_state(before)
         with enable_grad():  # eager autograd through the caller's own tensors
@@ -465,11 +465,12 @@ class _GradientCheck:
             difference = compare(c, o, r)
             if difference is not None:
                 node = self.checked.graph.placeholders[i]
-                _report(Mismatch(node, difference, "backward", title=(
+                mismatch = Mismatch(node, difference, "backward", title=(
                     f"jitgrad check: the compiled gradient of input %{node.name} differs from "
                     "eager autograd's"), note=(
                     "every kernel of the backward graph matched its eager node, so the "
-                    "backward graph itself (codegen/autograd.py) differs")), self.checked.warned)
+                    "backward graph itself (codegen/joint_graphs.py) differs"))
+                _report(mismatch, self.checked.warned)
                 return tuple(oracle[wanted.index(k)] if k in wanted else None
                              for k in range(len(joint.grad_inputs)))
         return grads

@@ -8,7 +8,7 @@ the node's parameters (`OpDef.forward`, what eager's `apply_op` runs), and only 
 results are wrapped into Tensors (`tensor_of`). So nothing inside constructs a Tensor,
 dispatches through an OpDef or records autograd history: these programs run under
 no_grad, or as the forward and backward graphs of a CompiledRegion, whose one autograd
-node the region records itself (Note [Joint graphs] in autograd.py). A returned input or
+node the region records itself (Note [Joint graphs] in joint_graphs.py). A returned input or
 constant is the caller's Tensor object itself, as the captured graph returns it. A
 functionalized `target.copy_(source)` whose source array nothing else reads returns that
 array as the copy when it already is one (`copy_reusing_source`): the write-back into

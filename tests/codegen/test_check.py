@@ -18,7 +18,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad import config
-from jitgrad.codegen import autograd, lowering
+from jitgrad.codegen import joint_graphs, lowering
 from jitgrad.codegen import reductions as reductions_module
 from jitgrad.codegen.backend import numba_backend
 from jitgrad.codegen.check import CheckedGraph, checked
@@ -140,8 +140,8 @@ def test_a_wrong_backward_graph_names_the_input_whose_gradient_differs(monkeypat
     # a fault in building the joint graph: each backward kernel matches its (wrong) node
     x, = inputs((6, 4))
     w, = inputs((4, 5), seed=1, requires_grad=True)
-    right = autograd.validate_tensor_grad
-    monkeypatch.setattr(autograd, "validate_tensor_grad",
+    right = joint_graphs.validate_tensor_grad
+    monkeypatch.setattr(joint_graphs, "validate_tensor_grad",
                         lambda *a: right(*a) * 1.001)
     loss = check_compile(relu_step)(x, w)
     with pytest.raises(jg.CheckError) as raised:
@@ -151,7 +151,7 @@ def test_a_wrong_backward_graph_names_the_input_whose_gradient_differs(monkeypat
                            "eager autograd's\n  node:    %w (graph input)  f32[4, 5] grad\n"
                            "  op:      input\n  kernel:  see the backward graph's kernels\n"
                            "  error:   max abs error "), text
-    assert "the backward graph itself (codegen/autograd.py) differs" in text
+    assert "the backward graph itself (codegen/joint_graphs.py) differs" in text
 
 
 def pointwise(x, y):
@@ -379,7 +379,7 @@ def scaled_relu(x, w):
 
 def _wrong_joint_forward(monkeypatch):
     """The joint graph's forward multiplies by 3.003 where the user wrote 3.0."""
-    right = autograd._JointForward.run
+    right = joint_graphs._JointForward.run
 
     def wrong(self, *example_inputs):
         outputs = right(self, *example_inputs)
@@ -387,7 +387,7 @@ def _wrong_joint_forward(monkeypatch):
         node.args = tuple(3.003 if a == 3.0 else a for a in node.args)
         return outputs
 
-    monkeypatch.setattr(autograd._JointForward, "run", wrong)
+    monkeypatch.setattr(joint_graphs._JointForward, "run", wrong)
 
 
 def test_a_wrong_joint_forward_graph_is_named_at_the_region_output(monkeypatch):
@@ -400,7 +400,7 @@ def test_a_wrong_joint_forward_graph_is_named_at_the_region_output(monkeypatch):
     assert text.startswith("jitgrad check: the compiled region computes %sum differently from "
                            f"eager\n  node:    %sum = sum(%mul, dims=None, keepdim=False, "
                            f"out_dtype=None)  f32[] grad  {HERE}:"), text
-    assert "\n  note:    the joint forward graph (codegen/autograd.py) computes this output " \
+    assert "\n  note:    the joint forward graph (codegen/joint_graphs.py) computes this output " \
            "differently from the captured graph\n" in text
 
 

@@ -7,7 +7,7 @@ to a backward formula or to the listing shows here as a diff of the printed grap
 import numpy as np
 
 import jitgrad as jg
-from jitgrad.codegen.autograd import build_joint_graphs
+from jitgrad.codegen.joint_graphs import build_joint_graphs
 from jitgrad.trace.capture.tracing import trace_function
 from jitgrad.trace.capture.variables import tensors_in
 from jitgrad.trace.ir.graph_module import GraphModule

@@ -1,7 +1,7 @@
 """Gradients through compiled regions match eager, over the op table's differentiable cases.
 
 Each case runs `fn(*inputs)` compiled on inputs that require grad (the joint
-forward/backward graphs of jitgrad/codegen/autograd.py), and eagerly; the loss is
+forward/backward graphs of jitgrad/codegen/joint_graphs.py), and eagerly; the loss is
 sum_k (out_k * w_k).sum() with fixed random weights w_k, computed eagerly after the
 region so its backward receives non-trivial output gradients.
 - Every differentiable case, float32 and float64: the joint graphs run as GraphModules

@@ -147,7 +147,7 @@ def leaf_written_under_no_grad_then_zeroed(x, y):
 
 # outputs the loss does not read, behind derivatives that are infinite at 0: eager never
 # runs their backward, so no 0 * inf reaches the shared inputs (Note [Outputs without a
-# gradient] in jitgrad/codegen/autograd.py)
+# gradient] in jitgrad/codegen/joint_graphs.py)
 def infinite_derivatives_at_zero(x, y):
     zero = x * y - x * y
     return zero * 2.0, zero.abs().sqrt(), zero.abs() ** 0.5, zero.abs().log(), 1.0 / zero

@@ -501,7 +501,7 @@ def _mark_overwritten(base: FakeTensor, views: list[FakeTensor], writer: GraphNo
     writer being the node of the in-place op's result (it may save the old value: eager
     keeps a copy, Note [Saving the old self]), so a backward that saved one raises eager's
     "modified by an inplace operation" error (Note [Saved values overwritten in the graph]
-    in jitgrad/codegen/autograd.py)."""
+    in jitgrad/codegen/joint_graphs.py)."""
     storage = base.storage
     for t in (base, *views):
         node = t.storage.node

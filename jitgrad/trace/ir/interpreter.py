@@ -8,7 +8,7 @@ node's value afterwards.
 
 `Retracer` runs a graph again on fake tensors under an op recorder, so the ops record a
 new graph and decide again on the new fakes: the joint forward/backward graph
-(jitgrad/codegen/autograd.py), a graph at concrete sizes (jitgrad/trace/runtime/specialize.py).
+(jitgrad/codegen/joint_graphs.py), a graph at concrete sizes (jitgrad/trace/runtime/specialize.py).
 """
 
 from __future__ import annotations

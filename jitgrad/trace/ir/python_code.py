@@ -6,7 +6,7 @@ it with eager ops (a GraphModule: the "eager" backend, check mode's oracle) woul
 backward read a value the user's program overwrote in place, where eager raises
 "modified by an inplace operation". Tracing marks what eager's version counters would
 see: `meta["overwritten"] = (storage, version)` on a value an in-place write replaced
-(Note [Saved values overwritten in the graph] in jitgrad/codegen/autograd.py), and
+(Note [Saved values overwritten in the graph] in jitgrad/codegen/joint_graphs.py), and
 `meta["promotion"]` on a dtype cast an op's entry made (eager's op saves the tensor, not
 the cast). The generated Python advances an overwritten value's version counter by the
 number of writes that replaced it, around its last read: before it when that read is the
