@@ -17,6 +17,7 @@ from jitgrad.eager.grad_mode import set_grad_enabled
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.trace.ir.graph import Graph, SourceLocation, describe_value, map_arg
 from jitgrad.trace.ir.graph_module import GraphModule
+from jitgrad.trace.ir.lint import lint
 from jitgrad.trace.ir.python_code import generate_python
 
 MUL, SUM, MATMUL, RELU, SPLIT, ADD = (OPS[n] for n in ("mul", "sum", "matmul", "relu",
@@ -169,7 +170,7 @@ def test_replace_all_uses_with_moves_every_use():
     assert a.users == {} and list(b.users) == [m1, m2, out]
     assert m1.args == (b, b) and m2.args == (b, m1) and m2.kwargs == {"alpha": b}
     assert out.args == (b, m2)
-    g.lint()
+    lint(g)
 
 
 def test_map_arg_keeps_container_types():
@@ -190,7 +191,7 @@ def test_placeholders_created_late_still_come_first():
     g.output((m, b))
     assert list(g.nodes) == [a, b, m, g.output_node]
     assert g.placeholders == [a, b]
-    g.lint()
+    lint(g)
 
 
 def test_inserting_before_and_no_append_after_output():
@@ -204,7 +205,7 @@ def test_inserting_before_and_no_append_after_output():
         extra = g.call_function(ADD, (m, a), name="extra")
     out.args = (extra,)
     assert [n.name for n in g.nodes] == ["a", "mul", "extra", "output"]
-    g.lint()
+    lint(g)
 
 
 def test_get_attr_keys_share_equal_objects_and_rename_different_ones():
@@ -254,7 +255,7 @@ def test_dead_code_elimination_keeps_impure_nodes_and_placeholders():
                                          "opaque", "live", "output"]
     assert list(g.attrs) == ["kept_const"]
     assert g.eliminate_dead_code() is False
-    g.lint()
+    lint(g)
 
 
 def test_dead_code_elimination_unlinks_users_and_keeps_a_constant_another_node_reads():
@@ -272,7 +273,7 @@ def test_dead_code_elimination_unlinks_users_and_keeps_a_constant_another_node_r
     assert [n.name for n in g.nodes] == ["a", "w_1", "live", "output"]
     assert list(g.attrs) == ["w"] and g.attrs["w"] is w
     assert list(a.users) == [live] and list(live_read.users) == [live]
-    g.lint()
+    lint(g)
 
 
 def test_node_copy_maps_args_and_keeps_names_constants_and_value_meta():
@@ -286,7 +287,7 @@ def test_node_copy_maps_args_and_keeps_names_constants_and_value_meta():
     mm = copies[g.nodes[2]]
     assert mm.args == (copies[g.nodes[0]], copies[g.nodes[1]]) and mm.graph is copy
     assert "overwritten" not in mm.meta and mm.meta["source"] == _at(12, "mm = x @ w")
-    copy.lint()
+    lint(copy)
     with copy.inserting_before(copy.output_node):
         const = copy.node_copy(Graph().get_attr("c", w), copies.__getitem__)
     assert copy.attrs["c"] is w and const.meta["val"] is w
@@ -296,19 +297,19 @@ def test_node_copy_maps_args_and_keeps_names_constants_and_value_meta():
 
 def test_lint_with_meta_finds_a_val_its_op_does_not_give():
     g, _ = _mlp_graph()
-    g.lint(meta=True)
+    lint(g, meta=True)
     mm, relu = g.nodes[2], g.nodes[3]
     relu.args = (g.nodes[0],)  # rewired to x, f32[64, 128], its val left as relu(mm)'s
-    with pytest.raises(RuntimeError, match=r"^Graph.lint: %relu \(relu\) is described as "
+    with pytest.raises(RuntimeError, match=r"^graph lint: %relu \(relu\) is described as "
                                            r"f32\[64, 10\], but its op gives f32\[64, 128\] "
                                            r"for its inputs$"):
-        g.lint(meta=True)
-    g.lint()  # the structure alone is sound
+        lint(g, meta=True)
+    lint(g)  # the structure alone is sound
     relu.args = (mm,)
     mm.args = (mm.args[1], mm.args[0])
-    with pytest.raises(RuntimeError, match=r"^Graph.lint: %mm \(matmul\): its op refuses "
+    with pytest.raises(RuntimeError, match=r"^graph lint: %mm \(matmul\): its op refuses "
                                            r"its inputs' vals: ValueError: matmul: "):
-        g.lint(meta=True)
+        lint(g, meta=True)
 
 
 def _small_graph():
@@ -394,10 +395,10 @@ LINT_CASES = [
 @pytest.mark.parametrize("corrupt, message", LINT_CASES, ids=lambda c: getattr(c, "__name__", ""))
 def test_lint_names_the_offending_node(corrupt, message):
     graph_and_nodes = _small_graph()
-    graph_and_nodes[0].lint()
+    lint(graph_and_nodes[0])
     corrupt(*graph_and_nodes)
     with pytest.raises(RuntimeError, match=message):
-        graph_and_nodes[0].lint()
+        lint(graph_and_nodes[0])
 
 
 # ----- python_code -------------------------------------------------------------------------

@@ -629,7 +629,7 @@ def test_a_saved_view_of_a_callers_tensor_checks_its_writes_as_eager(backend, ca
 
 def test_in_place_view_ops_leave_earlier_values_their_own_description():
     """The value before `unsqueeze_` keeps its shape in the graph (its val is no longer
-    the FakeTensor the op reshapes); Graph.lint(meta=True) checks every node's."""
+    the FakeTensor the op reshapes); lint(graph, meta=True) checks every node's."""
     def f(x):
         h = x * 2
         h.unsqueeze_(0)

@@ -13,6 +13,7 @@ from jitgrad.trace.capture.tracing import trace_function
 from jitgrad.trace.capture.variables import tensors_in
 from jitgrad.trace.ir.graph import Graph
 from jitgrad.trace.ir.interpreter import Interpreter, Retracer
+from jitgrad.trace.ir.lint import lint
 
 
 def step(x, w):
@@ -76,7 +77,7 @@ def test_retracer_records_the_same_graph():
     retrace = Retracer(graph, OpRecorder(new, lambda t: new.get_attr("_tensor_constant", t)))
     outputs = retrace.run(*_inputs())
     new.output(tuple(v.node for v in outputs))
-    new.lint()
+    lint(new)
     listing = [line.split("   ")[0] for line in str(graph).splitlines()]
     assert [line.split("   ")[0] for line in str(new).splitlines()] == listing
 

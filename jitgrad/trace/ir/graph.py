@@ -1,5 +1,5 @@
 """The graph IR of jitgrad.trace: a `Graph` of `Node`s and its listing (its Python code:
-python_code.py).
+python_code.py; its invariants checked: `lint` in lint.py).
 
 Note [Graph IR]: a Graph is an ordered list of Nodes in SSA form. Each Node is one of
 - `placeholder`: a graph input; `target` is the input's name (all placeholders come first);
@@ -28,9 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-import numpy as np
-
-from jitgrad.eager.ops.registry import OpDef, TensorMeta
+from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.capture import symbolic
 
@@ -352,76 +350,6 @@ class Graph:
                 copy.meta[key] = node.meta[key]
         return copy
 
-    # ----- checking -------------------------------------------------------------------
-    def lint(self, meta: bool = False) -> None:
-        """Check the invariants of Note [Graph IR]; with `meta`, also that each op node's
-        meta["val"] has the shapes and dtypes its op gives for its inputs' vals (the op's
-        shape/dtype rule run again, `OpDef.infer_meta`): a pass that rewired a node or
-        changed a value without its description is caught where it happened.
-
-        Raises: RuntimeError naming the first offending node: a node of another graph, an
-        unknown op or a target of the wrong kind, a duplicate name, a placeholder after
-        another node, a use before definition or of a node not in the graph, `users`
-        out of step with args, a get_attr key missing from `attrs`, no output node at
-        the end (or one elsewhere), or (`meta`) a val its op does not give.
-        """
-        position: dict[Node, int] = {}
-        names: set[str] = set()
-        for index, node in enumerate(self._nodes):
-            if node.graph is not self:
-                raise RuntimeError(f"Graph.lint: {node!r} belongs to another graph")
-            if node.name in names:
-                raise RuntimeError(f"Graph.lint: two nodes are named {node!r}; names must be "
-                                   "unique (create nodes through Graph methods)")
-            names.add(node.name)
-            position[node] = index
-        last = len(self._nodes) - 1
-        for index, node in enumerate(self._nodes):
-            self._lint_kind(node, index, last)
-            for used in node.all_input_nodes:
-                if used not in position:
-                    raise RuntimeError(f"Graph.lint: {node!r} uses {used!r}, which is not in "
-                                       "this graph (erased, or from another graph)")
-                if position[used] >= index:
-                    raise RuntimeError(f"Graph.lint: {node!r} (node {index}) uses {used!r} "
-                                       f"before it is defined (node {position[used]})")
-                if node not in used.users:
-                    raise RuntimeError(f"Graph.lint: {node!r} uses {used!r}, but {used!r}.users "
-                                       "does not list it; assign node.args instead of "
-                                       "editing node._args")
-            for user in node.users:
-                if user not in position or node not in user.all_input_nodes:
-                    raise RuntimeError(f"Graph.lint: {node!r}.users lists {user!r}, which does "
-                                       f"not use it")
-        if not self._nodes or self._nodes[-1].op != "output":
-            raise RuntimeError("Graph.lint: the graph does not end with an output node; "
-                               "call graph.output(values) last")
-        if meta:
-            for node in self._nodes:
-                _lint_meta(node)
-
-    def _lint_kind(self, node: Node, index: int, last: int) -> None:
-        op = node.op
-        if op not in OPCODES:
-            raise RuntimeError(f"Graph.lint: {node!r} has unknown op {op!r}; expected one of "
-                               f"{', '.join(OPCODES)}")
-        if op == "placeholder":
-            if index > 0 and self._nodes[index - 1].op != "placeholder":
-                raise RuntimeError(f"Graph.lint: placeholder {node!r} comes after "
-                                   f"{self._nodes[index - 1]!r}; placeholders must come first")
-        elif op == "call_function":
-            if not callable(node.target):
-                raise RuntimeError(f"Graph.lint: call_function {node!r} has a target that is "
-                                   f"not callable: {type(node.target).__name__}")
-        elif op == "get_attr":
-            if node.target not in self.attrs:
-                raise RuntimeError(f"Graph.lint: get_attr {node!r} reads {node.target!r}, "
-                                   "which is not in graph.attrs; create it with "
-                                   "graph.get_attr(name, value)")
-        elif index != last:
-            raise RuntimeError(f"Graph.lint: output node {node!r} is node {index} of "
-                               f"{last + 1}; the output must be the only one, and last")
-
     # ----- printing -------------------------------------------------------------------
     def __str__(self) -> str:
         """The listing: one aligned row per node with its type and the user's file:line.
@@ -445,42 +373,6 @@ class Graph:
                              describe_value(node.meta.get("val")),
                              short_location(node.meta.get("source"))])
         return "\n".join([f"graph({', '.join(inputs)}):", *_align(rows), *footer])
-
-
-def _lint_meta(node: Node) -> None:
-    """Raise when an op node's val is not what its op gives for its inputs' vals."""
-    val = node.meta.get("val")
-    if node.op != "call_function" or not isinstance(node.target, OpDef) or val is None:
-        return
-    inputs = tuple(_meta_of(arg.meta.get("val")) if isinstance(arg, Node) else arg
-                   for arg in node.args)
-    try:
-        inferred = node.target.infer_meta(symbolic.hinted(inputs), symbolic.hinted(node.kwargs))
-    except Exception as err:  # any refusal is the finding
-        raise RuntimeError(f"Graph.lint: {node!r} ({target_name(node.target)}): its op "
-                           f"refuses its inputs' vals: {type(err).__name__}: {err}") from err
-    inferred = inferred if isinstance(inferred, tuple) and not isinstance(
-        inferred, TensorMeta) else (inferred,)
-    vals = val if isinstance(val, tuple) else (val,)
-    got = [(tuple(v._data.shape), v._data.dtype) for v in vals if isinstance(v, Tensor)]
-    want = [(tuple(m.shape), m.dtype) for m in inferred]
-    if got != want:
-        raise RuntimeError(f"Graph.lint: {node!r} ({target_name(node.target)}) is described "
-                           f"as {_describe_metas(got)}, but its op gives "
-                           f"{_describe_metas(want)} for its inputs")
-
-
-def _meta_of(val: Any) -> Any:
-    """What an op's shape/dtype rule sees of an input's val (a number as is)."""
-    if isinstance(val, Tensor):
-        data = val._data
-        return TensorMeta.of(data) if isinstance(data, np.ndarray) else data
-    return val
-
-
-def _describe_metas(metas: list[tuple[tuple[int, ...], np.dtype]]) -> str:
-    return ", ".join(f"{DTYPE_SHORT_NAMES.get(d.name, d.name)}{list(shape)}"
-                     for shape, d in metas)
 
 
 def target_name(target: Any) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jitgrad.trace.ir.graph import Graph
+from jitgrad.trace.ir.lint import lint
 from jitgrad.trace.ir.python_code import generate_python
 from jitgrad.trace.runtime import user_lines
 
@@ -30,7 +31,7 @@ class GraphModule:
     names). `forward(*inputs) -> tuple` (also `gm(*inputs)`) takes one value per
     placeholder, in order, and returns the output tuple; it calls OpDefs eagerly, so
     autograd records through it. `code` is the source; `str(gm)` the graph listing.
-    Raises: RuntimeError (from `Graph.lint`) for a malformed graph.
+    Raises: RuntimeError (from `lint`, ir/lint.py) for a malformed graph.
     """
 
     def __init__(self, graph: Graph, attrs: dict[str, Any] | None = None) -> None:
@@ -42,7 +43,7 @@ class GraphModule:
 
     def recompile(self) -> None:
         """Regenerate `code` and `forward` from the graph (after a pass edited it)."""
-        self.graph.lint(meta=True)
+        lint(self.graph, meta=True)
         source, namespace, line_nodes = generate_python(self.graph)
         namespace["attrs"] = self.attrs
         name = f"forward_{next(_FORWARD_IDS)}"

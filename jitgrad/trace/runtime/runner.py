@@ -47,6 +47,7 @@ from jitgrad.trace.capture.variables import (
     tensors_in,
 )
 from jitgrad.trace.ir.graph import SourceLocation
+from jitgrad.trace.ir.lint import lint
 from jitgrad.trace.runtime import user_lines
 from jitgrad.trace.runtime.dynamic import size_expr
 
@@ -156,7 +157,7 @@ def _finish_graph(graph: Any, tensors: list[TensorVar]) -> Any:
             outputs.append(node)
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()
-    graph.lint(meta=True)
+    lint(graph, meta=True)
     return graph
 
 
