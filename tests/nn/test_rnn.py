@@ -18,7 +18,7 @@ import jitgrad as jg
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F  # noqa: N812 - PyTorch's spelling
 from jitgrad.eager.ops.recurrent import gru_sequence, lstm_sequence, rnn_sequence
-from jitgrad.nn.modules.rnn import gru_step, lstm_step, rnn_relu_step, rnn_tanh_step
+from jitgrad.nn.modules.recurrence import gru_step, lstm_step, rnn_relu_step, rnn_tanh_step
 from jitgrad.nn.utils import rnn as rnn_utils
 
 FIXTURES = Path(__file__).with_name("fixtures") / "rnn_torch.npz"
