@@ -37,8 +37,9 @@ from jitgrad.trace.breaks.plan import (
 from jitgrad.trace.breaks.resume import clear_resume_cache
 from jitgrad.trace.breaks.unsupported import DECIDED_BY_EAGER, BreakKind, Unsupported
 from jitgrad.trace.capture.calls import grad_mode_decorated
+from jitgrad.trace.capture.inlining import is_user_code
 from jitgrad.trace.capture.sources import LocalSource
-from jitgrad.trace.capture.tracing import SizePolicy, is_user_code
+from jitgrad.trace.capture.tracing import SizePolicy
 from jitgrad.trace.capture.variables import (
     Var,
 )
