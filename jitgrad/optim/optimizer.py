@@ -8,7 +8,7 @@ Parameters whose `.grad` is None are skipped and get no state (research/eager_au
 §3.2).
 
 Note [Compiled optimizer step]: `optimizer.step()` and `optimizer.zero_grad()` called
-inside `jitgrad.compile`d code are traced like user code (jitgrad/trace/capture/tracing.py lists
+inside `jitgrad.compile`d code are traced like user code (jitgrad/trace/capture/inlining.py lists
 these modules), so their Python runs symbolically: the loop over `param_groups` unrolls,
 hyperparameters are guarded constants, each `p.grad` is read through the parameter's
 source (a graph input, or None guarded as None), `self.state[p]` is the item of a dict
@@ -27,7 +27,7 @@ Code that cannot be traced (a grad that requires grad, an optimizer whose update
 numpy arrays, as other subclasses may) makes the call a graph break: it then runs eagerly,
 with the same values. An optimizer module joins by writing its update as a function of
 tensors in jitgrad.optim.functional and being listed in `_TRACED_LIBRARY_MODULES`
-(jitgrad/trace/capture/tracing.py); a user's optimizer written with in-place tensor ops under
+(jitgrad/trace/capture/inlining.py); a user's optimizer written with in-place tensor ops under
 `@no_grad()`, as PyTorch's are, is traced as it is.
 """
 
