@@ -66,7 +66,8 @@ from jitgrad.eager.node import forward_name, modified_error
 from jitgrad.eager.ops.registry import OPS, OpDef
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
-from jitgrad.trace.capture.fake import FakeTensor, OpRecorder, recording
+from jitgrad.trace.capture.fake import FakeTensor
+from jitgrad.trace.capture.recorder import OpRecorder, recording
 from jitgrad.trace.ir.graph import Graph, map_arg
 from jitgrad.trace.ir.graph import Node as GraphNode
 from jitgrad.trace.ir.interpreter import Retracer

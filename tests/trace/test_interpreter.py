@@ -8,7 +8,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
-from jitgrad.trace.capture.fake import OpRecorder
+from jitgrad.trace.capture.recorder import OpRecorder
 from jitgrad.trace.capture.tracing import trace_function
 from jitgrad.trace.capture.variables import tensors_in
 from jitgrad.trace.ir.graph import Graph

@@ -20,7 +20,8 @@ from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
 from jitgrad.trace.bytecode import opcodes
 from jitgrad.trace.capture import user_objects
-from jitgrad.trace.capture.fake import FakeTensor, OpRecorder, run_eagerly
+from jitgrad.trace.capture.fake import FakeTensor
+from jitgrad.trace.capture.recorder import OpRecorder, run_eagerly
 from jitgrad.trace.capture.sources import AttrSource, CellContentsSource, Source, TypeSource
 from jitgrad.trace.capture.translator import MAX_INLINE_DEPTH, Translator
 from jitgrad.trace.capture.variables import (

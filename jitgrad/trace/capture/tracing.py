@@ -26,15 +26,9 @@ import numpy as np
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.tensor import Tensor
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
-from jitgrad.trace.capture.fake import (
-    FakeArray,
-    FakeNumber,
-    FakeTensor,
-    OpRecorder,
-    number_tensor,
-    recording,
-)
+from jitgrad.trace.capture.fake import FakeArray, FakeNumber, FakeTensor, number_tensor
 from jitgrad.trace.capture.inlining import Inlining, bind_arguments
+from jitgrad.trace.capture.recorder import OpRecorder, recording
 from jitgrad.trace.capture.side_effects import SideEffects
 from jitgrad.trace.capture.sources import (
     AttrSource,

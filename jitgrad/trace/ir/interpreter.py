@@ -19,7 +19,8 @@ from typing import Any
 from jitgrad.eager.grad_mode import STATE, set_grad_mode
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor
-from jitgrad.trace.capture.fake import FakeNumber, FakeTensor, OpRecorder, recording
+from jitgrad.trace.capture.fake import FakeNumber, FakeTensor
+from jitgrad.trace.capture.recorder import OpRecorder, recording
 from jitgrad.trace.ir.graph import Graph, Node, map_arg
 
 

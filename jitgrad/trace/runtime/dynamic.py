@@ -27,7 +27,8 @@ import numpy as np
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Size, Tensor
 from jitgrad.trace.capture import symbolic
-from jitgrad.trace.capture.fake import number_tensor, run_eagerly
+from jitgrad.trace.capture.fake import number_tensor
+from jitgrad.trace.capture.recorder import run_eagerly
 from jitgrad.trace.capture.sources import SizeSource, Source
 from jitgrad.trace.ir.graph import Graph, map_arg
 from jitgrad.trace.ir.graph_module import GraphModule

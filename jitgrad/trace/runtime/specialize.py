@@ -17,7 +17,8 @@ from typing import Any
 from jitgrad.eager.ops.registry import OpDef
 from jitgrad.eager.tensor import Tensor, ViewInfo
 from jitgrad.trace.capture import symbolic
-from jitgrad.trace.capture.fake import FakeTensor, OpRecorder, sym_shape
+from jitgrad.trace.capture.fake import FakeTensor, sym_shape
+from jitgrad.trace.capture.recorder import OpRecorder
 from jitgrad.trace.ir.graph import Graph, Node, map_arg
 from jitgrad.trace.ir.interpreter import Retracer
 
