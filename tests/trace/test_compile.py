@@ -610,8 +610,8 @@ def test_functions_sharing_code_with_different_defaults_do_not_share_graphs():
 
 def test_a_held_code_cache_follows_reassigned_defaults_reset_and_explain():
     """A compiled function holds its code cache between calls (no key built per call);
-    reassigning the function's defaults, `jitgrad.reset()` and `explain()` (which drops
-    the cache) are each seen by the next call."""
+    reassigning the function's defaults or code, `jitgrad.reset()` and `explain()` (which
+    drops the cache) are each seen by the next call."""
     x = jg.arange(4.0)
 
     def scaled(x, k=2.0):
@@ -629,6 +629,12 @@ def test_a_held_code_cache_follows_reassigned_defaults_reset_and_explain():
     assert jg.explain(compiled)(x).graph_count == 1
     np.testing.assert_array_equal(compiled(x).numpy(), [0, 3, 6, 9])
     assert entry.cache_of(compiled).entries[0].hits == 1
+
+    def tenfold(x, k=2.0):
+        return x * 10
+
+    scaled.__code__ = tenfold.__code__
+    np.testing.assert_array_equal(compiled(x).numpy(), [0, 10, 20, 30])
 
 
 REGISTRY = []

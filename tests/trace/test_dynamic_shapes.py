@@ -415,3 +415,37 @@ def test_a_layout_change_fails_the_dense_order_guard_with_its_reason():
     assert cache_of(compiled).compiles == 2
     (reason,) = output.recompile_reasons
     assert "x.stride() dense in dim order (0, 1): expected True, got False" in reason, reason
+
+
+SIZE_SCALAR_PROGRAMS = {
+    "mul": lambda x: x * x.shape[0], "add": lambda x: x + x.shape[0],
+    "rsub": lambda x: x.shape[0] - x, "lt": lambda x: x < x.shape[0],
+    "eq": lambda x: x == x.shape[0] + 1, "floor_divide": lambda x: x // (x.shape[0] - 1),
+    "maximum": lambda x: jg.clamp(x, max=x.shape[0]),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [jg.int8, jg.uint8, jg.int16, jg.int32])
+@pytest.mark.parametrize("name", sorted(SIZE_SCALAR_PROGRAMS))
+def test_a_size_used_as_the_scalar_of_a_narrow_integer_tensor_wraps_at_every_size(
+        name, dtype, backend):
+    """`x * x.shape[0]` of an int8 x: eager wraps the Python int into int8 (600 -> 88), so
+    the graph over a size symbol must too, at sizes inside and outside the dtype's range
+    (sizes 600 and 70000 raised numpy's OverflowError in the specialization). Where eager
+    raises (clamp's bound out of the dtype's range), the compiled call raises the same."""
+    program = SIZE_SCALAR_PROGRAMS[name]
+    compiled = jg.compile(program, backend=backend)
+    for n in (3, 5, 2, 300, 600, 70000):
+        x = jg.tensor((np.arange(n) % 7 - 3).astype(dtype.np))
+        try:
+            want = program(x)
+        except Exception as err:  # noqa: BLE001 - eager's error class is the expectation
+            with pytest.raises(type(err)):
+                compiled(x)
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback to eager
+            got = compiled(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

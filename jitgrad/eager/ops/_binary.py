@@ -14,6 +14,7 @@ import numpy as np
 from jitgrad.eager import dtypes
 from jitgrad.eager.ops.creation import tensor
 from jitgrad.eager.ops.registry import OpDef, apply_op
+from jitgrad.eager.symbolic_int import SymbolicInt
 from jitgrad.eager.tensor import Tensor
 
 _WEAK_SCALAR_DTYPES = {"b": lambda: dtypes.bool_, "i": lambda: dtypes.int64,
@@ -98,15 +99,23 @@ def cast_operands(operands: tuple, np_dtype: np.dtype) -> tuple:
 def wrapped_integers(operands: tuple, np_dtype: np.dtype) -> tuple:
     """Python ints outside an integer `np_dtype`'s range wrapped into it (two's complement),
     as PyTorch converts the scalar operand of an integer tensor's arithmetic and comparisons
-    (int8 * 300 computes with 44; int8 < 300 compares with 44). numpy would raise."""
+    (int8 * 300 computes with 44; int8 < 300 compares with 44). numpy would raise.
+
+    A size symbol of a trace (`SymbolicInt`, `x * x.shape[0]` under dynamic sizes) has no
+    one value: with a dtype narrower than the sizes' int64 it becomes the wrapping
+    expression itself, which is the size where it fits, so every size the graph is run
+    at wraps as eager's call would."""
     if np_dtype.kind not in "iu":
         return operands
     info = np.iinfo(np_dtype)
-    if not any(type(x) is int and not info.min <= x <= info.max for x in operands):
+    narrow = np_dtype.itemsize < 8
+    if not any(type(x) is int and not info.min <= x <= info.max or
+               narrow and isinstance(x, SymbolicInt) for x in operands):
         return operands
     modulus = 1 << (8 * np_dtype.itemsize)
     return tuple((x - info.min) % modulus + info.min
-                 if type(x) is int and not info.min <= x <= info.max else x for x in operands)
+                 if type(x) is int and not info.min <= x <= info.max or
+                 narrow and isinstance(x, SymbolicInt) else x for x in operands)
 
 
 def broadcast_error(name: str, shapes: list[tuple[int, ...]]) -> RuntimeError:

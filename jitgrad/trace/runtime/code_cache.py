@@ -42,8 +42,9 @@ class CodeCache:
     the cache key, are not reused while the cache lives).
     """
 
-    def __init__(self, owners: tuple) -> None:
+    def __init__(self, owners: tuple, code: types.CodeType) -> None:
         self.owners = owners
+        self._code = weakref.ref(code)  # weak: the cache is dropped when the code dies
         self.entries: list[CacheEntry] = []
         self.compiles = 0
         self.dynamic_numbers: frozenset[Source] = frozenset()  # Note [Unspecialized numbers]
@@ -55,10 +56,10 @@ class CodeCache:
 
     def serves(self, fn: types.FunctionType) -> bool:
         """Whether this is still the cache `cache_for(fn, ...)` returns (for a caller that
-        holds it between calls): not dropped, and `fn`'s defaults are still the ones it was
-        made for (they can be reassigned; code and closure cannot)."""
-        return self.live and self.owners[1] is fn.__defaults__ and \
-            self.owners[2] is fn.__kwdefaults__
+        holds it between calls): not dropped, and `fn`'s code and defaults are still the
+        ones it was made for (each can be reassigned; the closure cannot)."""
+        return self.live and self._code() is fn.__code__ and \
+            self.owners[1] is fn.__defaults__ and self.owners[2] is fn.__kwdefaults__
 
 
 # (code, closure, defaults, kwdefaults, backend) identities, then the options
@@ -82,7 +83,7 @@ def cache_for(fn: types.FunctionType, backend: Any,
     key = (*_cache_key(fn, backend), *options)
     cache = _CACHES.get(key)
     if cache is None:
-        cache = _CACHES[key] = CodeCache(owners)
+        cache = _CACHES[key] = CodeCache(owners, code)
         weakref.finalize(code, _drop_cache, key)
     return cache
 
