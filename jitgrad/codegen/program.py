@@ -127,7 +127,7 @@ def _sole_reader(copy: Node, group_of: dict[Node, FusionGroup]) -> bool:
 
 def copy_reusing_source(target: np.ndarray, source: Any) -> np.ndarray:
     """The functional copy of `source` over `target` (a functionalized `target.copy_(
-    source)`, Note [Functionalized in-place ops] in fake.py), for a source nothing else
+    source)`, Note [Functionalized in-place ops] in functionalize.py), for a source nothing else
     reads: the source array itself when it owns its memory and already is the copy (the
     target's shape, dtype and strides), else a fresh copy as the op's forward makes. An
     optimizer step's new parameter and moments so skip one pass over memory each."""

@@ -21,8 +21,8 @@ parameter) and the in-place writes into parameters and state (`p.copy_(new)`, th
 counter's `add_(1)`, a float32 0-d tensor and therefore a graph input rather than a
 constant recompiled per step) are functionalized: the graph returns the new values and the
 compiled function writes them back into the same tensors, bumping their versions (Note
-[Functionalized in-place ops] in jitgrad/trace/capture/fake.py). `zero_grad()` becomes replayed
-`p.grad = None` assignments (or `grad.zero_()` write-backs with set_to_none=False).
+[Functionalized in-place ops] in jitgrad/trace/capture/functionalize.py). `zero_grad()`
+becomes replayed `p.grad = None` assignments (or `grad.zero_()` write-backs with set_to_none=False).
 Code that cannot be traced (a grad that requires grad, an optimizer whose update writes
 numpy arrays, as other subclasses may) makes the call a graph break: it then runs eagerly,
 with the same values. An optimizer module joins by writing its update as a function of

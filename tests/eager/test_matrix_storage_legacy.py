@@ -134,7 +134,7 @@ def test_matrix_ops_compile_in_one_graph_with_eager_gradients(backend):
 
 
 def test_in_place_shape_changes_stay_in_the_graph_and_keep_eager_values():
-    # functionalized (Note [In-place view ops] in jitgrad/trace/capture/fake.py); resize_ breaks
+    # functionalized (Note [In-place view ops] in jitgrad/trace/capture/functionalize.py); resize_ breaks
     def step(x):
         y = x * 2
         y.transpose_(0, 1)

@@ -1,6 +1,6 @@
 """In-place ops inside compiled functions (Note [Functionalized in-place ops] in
-jitgrad/trace/capture/fake.py): values, version counters and identities match eager; refused
-cases break the graph (or run eagerly) with eager's values and errors.
+jitgrad/trace/capture/functionalize.py): values, version counters and identities match
+eager; refused cases break the graph (or run eagerly) with eager's values and errors.
 
 Each test runs the same function compiled and eagerly on equal copies of the inputs.
 """

@@ -133,7 +133,7 @@ def _with_history_backward(xp: Any, ctx: Any, g: Any) -> tuple:
 # autograd does not see (under no_grad, or through `.data`/`.detach()`): the written value,
 # differentiated as the tensor it was written into (eager writes into that tensor, whose
 # grad_fn, or leaf-ness, stays; see Note [Functionalized in-place ops] in
-# jitgrad/trace/capture/fake.py). Eager code never records it.
+# jitgrad/trace/capture/functionalize.py). Eager code never records it.
 WITH_HISTORY = register("with_history", lambda history, value: value, _with_history_backward,
                         source="the value written unseen by autograd stands for the tensor "
                         "written: the gradient goes to its history, none to the value")

@@ -237,7 +237,7 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
         if inplace and isinstance(args[0], TensorVar) and not isinstance(args[0].fake,
                                                                          FakeNumber):
             # `x += y` on a tensor: Tensor.__iadd__, functionalized on a traced tensor
-            # (Note [Functionalized in-place ops] in jitgrad/trace/capture/fake.py)
+            # (Note [Functionalized in-place ops] in jitgrad/trace/capture/functionalize.py)
             fn = getattr(operator, f"i{fn.__name__.rstrip('_')}")
         return run_real(tx, fn, [to_python(tx, a) for a in args], {})
     if any(isinstance(a, (ListVar, TupleVar)) for a in args) and fn in (operator.add,

@@ -8,8 +8,8 @@ serves later reads of the same place from the record; the entry's runner replays
 right after the graph runs (and before the native instruction of a graph break), so
 each happens exactly once per call, in order, with the values the graph computed.
 In-place writes into input tensors are not recorded here but are functionalized
-(Note [Functionalized in-place ops] in jitgrad/trace/capture/fake.py); the runner applies them
-with `write_back` before this replay.
+(Note [Functionalized in-place ops] in jitgrad/trace/capture/functionalize.py); the
+runner applies them with `write_back` before this replay.
 """
 
 from __future__ import annotations

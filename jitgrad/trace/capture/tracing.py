@@ -128,7 +128,7 @@ class TraceResult:
     mutations: list[Mutation] = dataclasses.field(default_factory=list)
     shape_env: ShapeEnv = dataclasses.field(default_factory=ShapeEnv)
     # in-place view ops on inputs, (source, name, args, kwargs) in program order per input
-    # (Note [In-place view ops] in fake.py)
+    # (Note [In-place view ops] in functionalize.py)
     view_ops: list[tuple[Source, str, tuple, dict]] = dataclasses.field(default_factory=list)
 
 

@@ -29,7 +29,8 @@ from jitgrad.trace.breaks.plan import (
 )
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
 from jitgrad.trace.capture import side_effects, symbolic, user_objects
-from jitgrad.trace.capture.fake import FakeNumber, number_tensor, view_base
+from jitgrad.trace.capture.fake import FakeNumber, number_tensor
+from jitgrad.trace.capture.functionalize import view_base
 from jitgrad.trace.capture.sources import SizeSource, Source, builtins_of
 from jitgrad.trace.capture.tracing import TraceResult
 from jitgrad.trace.capture.variables import (
@@ -80,7 +81,7 @@ def runner_for(fn: types.FunctionType, result: TraceResult, plan: BreakPlan | No
 
     write_back = env.const(side_effects.write_back, "write_back")
     # an input's in-place view ops first: its write-back has the shape they give it
-    # (Note [In-place view ops] in fake.py)
+    # (Note [In-place view ops] in functionalize.py)
     replay = [f"{input_names[source]}.{name}(*{env.const(args)}, **{env.const(kwargs)})"
               for source, name, args, kwargs in result.view_ops]
     replay += [f"{write_back}({input_names[m.source]}, "
