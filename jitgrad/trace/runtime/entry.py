@@ -56,21 +56,9 @@ class CompileError(RuntimeError):
     """`fullgraph=True` met code it cannot capture: names the construct, file:line, hint."""
 
 
-
-
-
-
-
-
 _NESTED = [0]  # compiled frames running now, one inside another (config.MAX_NESTED_FRAMES)
 _FRAMES_PER_NESTED_CALL = 8  # Python frames a compiled call nested at a break takes, at most
 _TOTAL = {"compiles": 0}
-
-
-
-
-
-
 
 
 def reset() -> None:
@@ -411,12 +399,6 @@ class CompiledFunction:
         return f"{code.co_qualname} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
 
 
-
-
-
-
-
-
 def _run_entry(entry: CacheEntry, args: tuple, kwargs: dict[str, Any]) -> Any:
     """Call the entry's runner; an error raised in generated code names the user's line."""
     try:
@@ -424,8 +406,6 @@ def _run_entry(entry: CacheEntry, args: tuple, kwargs: dict[str, Any]) -> Any:
     except Exception as err:
         user_lines.add_user_location(err)
         raise
-
-
 
 
 def _has_hooks(module: Any) -> bool:
@@ -465,10 +445,6 @@ def _unwrap(fn: Callable[..., Any]) -> tuple[types.FunctionType, Any]:
 # the frame cannot be resumed (inside a try block, a loop).
 
 
-
-
-
-
 _WARNED: set[str] = set()
 
 
@@ -492,16 +468,5 @@ _PACKAGE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..
 
 
 # ----- the graph's outputs and the runner -------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
 
 
