@@ -609,7 +609,6 @@ def test_cross_entropy_loss_options_match_torch():
     assert list(module.state_dict()) == ["weight"] and module.weight is weight
 
 
-
 def test_legacy_size_average_and_reduce_keep_positions_and_warn():
     with pytest.warns(UserWarning, match="please use reduction='sum' instead"):
         assert nn.MSELoss(size_average=False).reduction == "sum"

@@ -105,7 +105,6 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary(SUB, input, _scaled(input, other, alpha))
 
 
-
 def _scaled(input: Any, other: Any, alpha: Any) -> Any:
     """alpha * other for `input + alpha * other`; a Python number stays one (alpha does
     not change the result dtype: int tensor + 0.3 * 2 is float32, as in PyTorch).
@@ -368,7 +367,6 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
             f"{ERR_NEGATIVE_INT_POWER} Got a {result_dtype(input, exponent)} tensor to the power "
             "{bad}; convert first, e.g. t.float() ** {bad}"))
     return binary(POW_TENSOR, input, exponent)
-
 
 
 def square(input: Tensor) -> Tensor:

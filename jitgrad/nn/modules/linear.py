@@ -55,7 +55,6 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-
 def reset_weight_and_bias(weight: Tensor, bias: Tensor | None) -> None:
     """PyTorch's default init of Linear and ConvNd: weight kaiming-uniform with a=sqrt(5)
     (U(-1/sqrt(fan_in), 1/sqrt(fan_in))), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)); in place."""

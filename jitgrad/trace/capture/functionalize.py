@@ -312,8 +312,6 @@ def _shape_changing_method(name: str) -> Callable[..., Any]:
     return method
 
 
-
-
 def install() -> None:
     """FakeTensor's in-place methods: copy_, fill_, zero_ and `x[i] = v`, every in-place
     op with an out-of-place twin (`_install_functional_methods`), and the shape-changing

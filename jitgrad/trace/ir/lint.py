@@ -85,7 +85,6 @@ def _lint_kind(graph: Graph, nodes: tuple[Node, ...], index: int, last: int) -> 
                            f"{last + 1}; the output must be the only one, and last")
 
 
-
 def _lint_meta(node: Node) -> None:
     """Raise when an op node's val is not what its op gives for its inputs' vals."""
     val = node.meta.get("val")
