@@ -8,7 +8,7 @@ iterables (generators included) as the builtin would.
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
 from jitgrad.trace.capture import symbolic
@@ -36,8 +36,11 @@ from jitgrad.trace.capture.variables import (
     Var,
 )
 
+if TYPE_CHECKING:
+    from jitgrad.trace.capture.translator import Translator
 
-def _builtin_len(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+
+def _builtin_len(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     (value,) = args
     if isinstance(value, TensorVar):
         if not value.fake.ndim:
@@ -58,7 +61,7 @@ def _number_type(var: Var) -> type | None:
     return None
 
 
-def _builtin_isinstance(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_isinstance(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     value, classes = args
     classes = constant(tx, classes)
     number_type = _number_type(value)
@@ -78,25 +81,25 @@ def _builtin_isinstance(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var
     return ConstVar(isinstance(to_python(tx, value), classes))
 
 
-def _builtin_range(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_range(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     return TupleVar([ConstVar(i) for i in range(*[constant(tx, a) for a in args])])
 
 
-def _builtin_enumerate(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_enumerate(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     start = constant(tx, args[1]) if len(args) > 1 else constant(tx, kwargs.get("start",
                                                                                ConstVar(0)))
     items = unpack_iterable(tx, args[0])
     return TupleVar([TupleVar([ConstVar(start + i), v]) for i, v in enumerate(items)])
 
 
-def _builtin_iter(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_iter(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     (value,) = args
     if isinstance(value, (IteratorVar, GeneratorVar)):
         return value
     return IteratorVar(unpack_iterable(tx, value))
 
 
-def _builtin_next(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_next(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     iterator = args[0]
     if not isinstance(iterator, (IteratorVar, GeneratorVar)):
         raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"next() of a {type(iterator).__name__}")
@@ -111,7 +114,7 @@ def _builtin_next(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 def _short_circuit(stop_on: bool) -> Any:
     """any (stop_on True) / all (False): items are taken one at a time and the iteration
     stops at the first that decides, as the builtin stops a generator there."""
-    def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    def apply(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
         (iterable,) = args
         iterator = iterable if isinstance(iterable, (IteratorVar, GeneratorVar)) else \
             IteratorVar(unpack_iterable(tx, iterable))
@@ -127,7 +130,7 @@ def _consuming(fn: Any) -> Any:
     iterator or generator is run to its end first, in order, then fn applies."""
     constant_fn = _constant_builtin(fn)
 
-    def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    def apply(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
         key = kwargs.get("key")
         if key is not None and not (isinstance(key, ConstVar) and key.value is None) \
                 and fn is not builtins.sum and len(args) == 1:
@@ -138,7 +141,7 @@ def _consuming(fn: Any) -> Any:
     return apply
 
 
-def _keyed(tx: Any, fn: Any, items: list[Var], key: Var, kwargs: dict[str, Var]) -> Var:
+def _keyed(tx: Translator, fn: Any, items: list[Var], key: Var, kwargs: dict[str, Var]) -> Var:
     """`sorted(items, key=f)`, `min(..., key=f)`, `max(..., key=f)` with f traced (a lambda
     or any function the tracer can call): the keys must be constants; the items are
     chosen or ordered by them as the builtin would (stable, first of equal keys)."""
@@ -154,7 +157,7 @@ def _keyed(tx: Any, fn: Any, items: list[Var], key: Var, kwargs: dict[str, Var])
     return items[fn(order, key=keys.__getitem__)]
 
 
-def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_zip(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """Rows taken one item per iterable at a time, up to the first exhausted one, as zip
     does: a generator among them (even an endless one) stops where zip stops it."""
     if "strict" in kwargs and constant(tx, kwargs["strict"]):
@@ -178,7 +181,7 @@ def _builtin_zip(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
 
 
 def _builtin_container(kind: type) -> Any:
-    def build(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    def build(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
         items = unpack_iterable(tx, args[0]) if args else []
         if kind is dict:
             pairs = [unpack_iterable(tx, p) for p in items]
@@ -187,7 +190,7 @@ def _builtin_container(kind: type) -> Any:
     return build
 
 
-def _builtin_getattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_getattr(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     name = constant(tx, args[1])
     if len(args) == 3:
         try:
@@ -197,7 +200,7 @@ def _builtin_getattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     return load_attr(tx, args[0], name)
 
 
-def _builtin_hasattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_hasattr(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     try:
         load_attr(tx, args[0], constant(tx, args[1]))
     except AttributeError:
@@ -205,13 +208,13 @@ def _builtin_hasattr(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
     return ConstVar(True)
 
 
-def _builtin_print(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _builtin_print(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     raise Unsupported(BreakKind.UNSUPPORTED_CALL, "call to print()", "print outside the compiled "
                       "function (return what you want to print)")
 
 
 def _constant_builtin(fn: Any) -> Any:
-    def apply(tx: Any, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    def apply(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
         if fn is builtins.type and len(args) == 1 and _number_type(args[0]) is not None:
             return ConstVar(_number_type(args[0]))
         if fn is builtins.type and len(args) == 1 and isinstance(args[0], UserObjectVar):

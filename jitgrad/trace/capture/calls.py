@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,12 +40,15 @@ from jitgrad.trace.capture.variables import (
 )
 from jitgrad.trace.runtime import disabled
 
+if TYPE_CHECKING:
+    from jitgrad.trace.capture.translator import Translator
+
 _GRAD_MODE_MANAGERS = {grad_mode.no_grad: False, grad_mode.enable_grad: True}
 # the code of every function made by `@no_grad()` / `@enable_grad()` used as a decorator
 _GRAD_MODE_WRAPPER_CODE = grad_mode.no_grad()(lambda: None).__code__
 
 
-def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def call(tx: Translator, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """Call `fn(*args, **kwargs)` symbolically."""
     if isinstance(fn, NestedFunctionVar):
         return tx.ctx.inline(tx, fn, args, kwargs)
@@ -70,7 +73,7 @@ def call(tx: Any, fn: Var, args: list[Var], kwargs: dict[str, Var]) -> Var:
     raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"calling a {type(fn).__name__}")
 
 
-def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def call_object(tx: Translator, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     value = fn.value
     if not callable(value):
         raise Unsupported(BreakKind.USER_ERROR, f"'{type(value).__name__}' object is not callable")
@@ -128,9 +131,9 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
         return builtin(tx, args, kwargs)
     if tx.ctx.is_module(value):
         return tx.ctx.inline_module_call(tx, fn, args, kwargs)
-    if isinstance(value, types.MethodType) and tx.ctx.is_user_function(value.__func__):
-        return tx.ctx.inline_function(tx, value.__func__, fn, [_receiver(tx, fn)] + args,
-                                      kwargs)
+    function = value.__func__ if isinstance(value, types.MethodType) else None
+    if function is not None and tx.ctx.is_user_function(function):
+        return tx.ctx.inline_function(tx, function, fn, [_receiver(tx, fn)] + args, kwargs)
     if isinstance(value, types.FunctionType) and tx.ctx.is_user_function(value):
         return tx.ctx.inline_function(tx, value, fn, args, kwargs)
     if tx.ctx.is_module_class(value):
@@ -163,7 +166,8 @@ def call_object(tx: Any, fn: ObjectVar, args: list[Var], kwargs: dict[str, Var])
 # refused, so it is built eagerly at a graph break.
 
 
-def _construct_module(tx: Any, cls: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def _construct_module(tx: Translator, cls: ObjectVar, args: list[Var],
+                      kwargs: dict[str, Var]) -> Var:
     """`nn.MaxPool2d(k)` in traced code (Note [Modules made in traced code])."""
     if cls.source is not None:
         tx.ctx.guard_identity(cls)
@@ -188,7 +192,7 @@ def grad_mode_decorated(value: Any) -> tuple[bool, types.FunctionType] | None:
     return cells["mode"].cell_contents, cells["fn"].cell_contents
 
 
-def _inline_in_grad_mode(tx: Any, fn: ObjectVar, decorated: tuple[bool, types.FunctionType],
+def _inline_in_grad_mode(tx: Translator, fn: ObjectVar, decorated: tuple[bool, types.FunctionType],
                          args: list[Var], kwargs: dict[str, Var]) -> Var:
     """A call of a `@no_grad()`-decorated user function: its body inlined in that mode."""
     mode, inner = decorated
@@ -206,7 +210,7 @@ def _inline_in_grad_mode(tx: Any, fn: ObjectVar, decorated: tuple[bool, types.Fu
     return result
 
 
-def _receiver(tx: Any, method: ObjectVar) -> Var:
+def _receiver(tx: Translator, method: ObjectVar) -> Var:
     """The `self` of a bound method: the Var it was read from, else `method.__self__`."""
     if method.receiver is not None:
         return method.receiver

@@ -10,7 +10,7 @@ decisions for `TraceContext` (tracing.py), which mixes it in.
 from __future__ import annotations
 
 import types
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, cast
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from jitgrad.trace.capture.variables import (
 from jitgrad.trace.guards import GuardKind
 from jitgrad.trace.ir.graph import Graph
 from jitgrad.trace.runtime.user_lines import JITGRAD_DIR, LIBRARY_DIRS
+
+if TYPE_CHECKING:
+    from jitgrad.trace.capture.tracing import TraceContext
 
 _FUNCTIONAL_MODULES = ("jitgrad.eager.", "jitgrad.nn.functional", "jitgrad.linalg",
                        "jitgrad.optim.functional")
@@ -77,7 +80,7 @@ class Inlining:
     def is_user_file(filename: str) -> bool:
         return is_user_file(filename)
 
-    def is_user_function(self: TraceState, fn: Any) -> bool:
+    def is_user_function(self, fn: Any) -> TypeGuard[types.FunctionType]:
         """Functions traced by inlining: user code, and jitgrad code written to be traced."""
         return is_user_code(fn) or isinstance(fn, types.FunctionType) and (
             fn.__module__ in _TRACED_LIBRARY_MODULES
@@ -110,7 +113,7 @@ class Inlining:
             node.meta["source"] = self.recorder.location
         return TensorVar(FakeTensor.like(node, example, example._requires_grad))
 
-    def is_jitgrad_callable(self: TraceState, fn: Any) -> bool:
+    def is_jitgrad_callable(self, fn: Any) -> bool:
         """jitgrad's pure functional API (ops, nn.functional, linalg) and methods of traced
         tensors, and ops declared outside jitgrad (`declare.pointwise_op`): run for real on
         fakes. Stateful jitgrad code (optimizers, data loaders) is not: it would touch real
@@ -183,7 +186,8 @@ class Inlining:
         code = body.code
         cells = dict(zip(code.co_freevars, body.closure, strict=True))
         global_source = tx.global_source if body.globals is tx.f_globals else None
-        child = Translator(self, code, body.globals, {}, cells, tx.depth + 1, global_source)
+        child = Translator(cast("TraceContext", self), code, body.globals, {}, cells,
+                           tx.depth + 1, global_source)
         location = self.recorder.location
         child.run()
         self.recorder.location = location
@@ -203,7 +207,8 @@ class Inlining:
         cells = dict(zip(code.co_freevars, fn.closure, strict=True))
         if global_source is None and fn.globals is tx.f_globals:
             global_source = tx.global_source
-        child = Translator(self, code, fn.globals, locals_, cells, tx.depth + 1, global_source)
+        child = Translator(cast("TraceContext", self), code, fn.globals, locals_, cells,
+                           tx.depth + 1, global_source)
         if code.co_flags & opcodes.GENERATOR_FLAG:  # run lazily (Note [Generators])
             return GeneratorVar(frame=child)
         location = self.recorder.location

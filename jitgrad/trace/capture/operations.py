@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitgrad.eager.ops.checks import check_values
 from jitgrad.eager.ops.random import undone_draws
@@ -38,6 +38,9 @@ from jitgrad.trace.capture.variables import (
     Var,
 )
 
+if TYPE_CHECKING:
+    from jitgrad.trace.capture.translator import Translator
+
 # Python operators on numbers that int64/float64 graph values compute as Python does
 # (see `_number_operator`): the comparisons, and arithmetic on bools made ints first
 _COMPARISONS = {operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne}
@@ -59,7 +62,7 @@ _TENSOR_ATTRIBUTES_NOT_TRACEABLE = {"grad_fn", "_data", "_version", "_base", "_g
 
 # ----- values -------------------------------------------------------------------------
 
-def constant(tx: Any, var: Var) -> Any:
+def constant(tx: Translator, var: Var) -> Any:
     """The Python value of a trace-time constant, guarding it when it came from outside."""
     if isinstance(var, ConstVar):
         tx.ctx.guard_constant(var)
@@ -95,7 +98,7 @@ class _Specialized:
         return symbolic.specialize(symbolic.SymInt(env.hints[k], ("sym", k)))
 
 
-def to_python(tx: Any, var: Var) -> Any:
+def to_python(tx: Translator, var: Var) -> Any:
     """The value to hand to real code: fakes for tensors, real containers of those; sizes
     stay SymInts (jitgrad's ops keep them in the graph, Note [Symbolic sizes])."""
     if isinstance(var, TensorVar):
@@ -120,7 +123,7 @@ def to_python(tx: Any, var: Var) -> Any:
                       "function while tracing")
 
 
-def wrap_result(tx: Any, value: Any) -> Var:
+def wrap_result(tx: Translator, value: Any) -> Var:
     """Wrap what real code returned: fakes become TensorVars, containers are recursed."""
     if isinstance(value, FakeTensor):
         return TensorVar(value)
@@ -137,7 +140,7 @@ def wrap_result(tx: Any, value: Any) -> Var:
     return ConstVar(value)
 
 
-def next_item(tx: Any, iterator: Var) -> Var | None:
+def next_item(tx: Translator, iterator: Var) -> Var | None:
     """The next item of an iterator Var (FOR_ITER), or None when it is exhausted; a
     generator runs to its next yield (Note [Generators] in translator.py)."""
     if isinstance(iterator, GeneratorVar):
@@ -160,7 +163,7 @@ def returned_value(iterator: Var) -> Var:
     return ConstVar(None)
 
 
-def unpack_iterable(tx: Any, var: Var) -> list[Var]:
+def unpack_iterable(tx: Translator, var: Var) -> list[Var]:
     """The items of an iterable Var (loops over them are unrolled)."""
     if isinstance(var, (TupleVar, ListVar)):
         return list(var.items)
@@ -193,7 +196,7 @@ def unpack_iterable(tx: Any, var: Var) -> list[Var]:
                       + (f" ({type(var.value).__name__})" if isinstance(var, ObjectVar) else ""))
 
 
-def truth(tx: Any, var: Var) -> bool:
+def truth(tx: Translator, var: Var) -> bool:
     """`bool(var)` for a branch; a tensor here is a data-dependent branch."""
     if isinstance(var, TensorVar):
         raise Unsupported(BreakKind.DATA_DEPENDENT_BRANCH, "a branch depends on a tensor's value",
@@ -208,7 +211,7 @@ def truth(tx: Any, var: Var) -> bool:
     return bool(constant(tx, var))
 
 
-def is_same(tx: Any, a: Var, b: Var) -> bool:
+def is_same(tx: Translator, a: Var, b: Var) -> bool:
     if isinstance(a, TensorVar) and isinstance(b, TensorVar):
         return a.fake is b.fake
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
@@ -218,7 +221,7 @@ def is_same(tx: Any, a: Var, b: Var) -> bool:
     return to_python(tx, a) is to_python(tx, b)
 
 
-def contains(tx: Any, container: Var, item: Var) -> bool:
+def contains(tx: Translator, container: Var, item: Var) -> bool:
     if isinstance(container, DictVar):
         return constant(tx, item) in container.items
     return any(is_same(tx, item, v) or (isinstance(v, ConstVar) and isinstance(item, ConstVar)
@@ -228,7 +231,7 @@ def contains(tx: Any, container: Var, item: Var) -> bool:
 
 # ----- operators and items -------------------------------------------------------------
 
-def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> Var:
+def apply_operator(tx: Translator, fn: Any, args: list[Var], inplace: bool = False) -> Var:
     """An operator (`+`, `<`, `-x`, ...): on constants computed now, on tensors recorded."""
     tensors = [a for a in args if isinstance(a, TensorVar)]
     if tensors and all(isinstance(a.fake, FakeNumber) for a in tensors):
@@ -261,7 +264,7 @@ def apply_operator(tx: Any, fn: Any, args: list[Var], inplace: bool = False) -> 
     return wrap_result(tx, fn(*[constant(tx, a) for a in args]))
 
 
-def _number_operator(tx: Any, fn: Any, args: list[Var]) -> Var:
+def _number_operator(tx: Translator, fn: Any, args: list[Var]) -> Var:
     """An operator on Python numbers, some of them graph inputs (FakeNumbers), computed as
     Python computes it: in int64/float64 (jitgrad.eager.ops._binary.number_dtype), bools
     as ints in arithmetic, and a zero divisor raising Python's ZeroDivisionError when the
@@ -306,14 +309,14 @@ def _nonzero_divisor(value: Any, message: str) -> Any:
     return check_values(value, reject="zero", error="ZeroDivisionError", message=message)
 
 
-def _constant_items(tx: Any, var: Var) -> Any:
+def _constant_items(tx: Translator, var: Var) -> Any:
     """A list or tuple of constants as its Python value, other constants as themselves."""
     if isinstance(var, ListVar):
         return [constant(tx, v) for v in var.items]
     return constant(tx, var)
 
 
-def _repeat_sequence(tx: Any, a: Var, b: Var) -> Var:
+def _repeat_sequence(tx: Translator, a: Var, b: Var) -> Var:
     """`[x] * n` or `n * (x, y)`: the items repeated, for an int n fixed at trace time."""
     sequence, count = (a, b) if isinstance(a, (ListVar, TupleVar)) else (b, a)
     if not isinstance(count, ConstVar) or not isinstance(count.value, int):
@@ -322,7 +325,7 @@ def _repeat_sequence(tx: Any, a: Var, b: Var) -> Var:
     return ListVar(items) if isinstance(sequence, ListVar) else TupleVar(items)
 
 
-def getitem(tx: Any, container: Var, index: Var) -> Var:
+def getitem(tx: Translator, container: Var, index: Var) -> Var:
     if isinstance(container, TensorVar):
         return run_real(tx, operator.getitem, [container.fake, to_python(tx, index)], {})
     if isinstance(container, (TupleVar, ListVar)):
@@ -345,7 +348,7 @@ def getitem(tx: Any, container: Var, index: Var) -> Var:
     return wrap_result(tx, constant(tx, container)[constant(tx, index)])
 
 
-def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
+def setitem(tx: Translator, container: Var, index: Var, value: Var) -> None:
     if isinstance(container, TensorVar):  # functionalized: FakeTensor.__setitem__
         run_real(tx, operator.setitem, [container.fake, to_python(tx, index),
                                         to_python(tx, value)], {})
@@ -362,7 +365,7 @@ def setitem(tx: Any, container: Var, index: Var, value: Var) -> None:
 
 # ----- attributes -------------------------------------------------------------------------
 
-def load_attr(tx: Any, obj: Var, name: str) -> Var:
+def load_attr(tx: Translator, obj: Var, name: str) -> Var:
     if isinstance(obj, TensorVar):
         if name == "grad":
             return tx.ctx.grad_of(obj)
@@ -401,7 +404,7 @@ def load_attr(tx: Any, obj: Var, name: str) -> Var:
     raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE, f".{name} of a {type(obj).__name__}")
 
 
-def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
+def store_attr(tx: Translator, obj: Var, name: str, value: Var) -> None:
     """`obj.name = value` on an argument's object: recorded, replayed after the graph."""
     if isinstance(obj, TensorVar) and name == "grad":
         tx.ctx.store_grad(obj, value)
@@ -418,7 +421,8 @@ def store_attr(tx: Any, obj: Var, name: str, value: Var) -> None:
                       "the tracer does not track", "return the new value and assign it outside")
 
 
-def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bool = True) -> Any:
+def run_real(tx: Translator, fn: Any, args: list[Any], kwargs: dict[str, Any],
+             wrap: bool = True) -> Any:
     """Run real jitgrad code on fake tensors under the op recorder.
 
     A call that draws random numbers outside a random op would bake them into the graph as
@@ -450,7 +454,7 @@ def run_real(tx: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], wrap: bo
     return wrap_result(tx, result) if wrap else result
 
 
-def call_container_method(tx: Any, method: BoundMethodVar, args: list[Var],
+def call_container_method(tx: Translator, method: BoundMethodVar, args: list[Var],
                           kwargs: dict[str, Var]) -> Var:
     receiver, name = method.receiver, method.name
     if isinstance(receiver, DictVar):

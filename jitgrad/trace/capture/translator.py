@@ -19,7 +19,7 @@ import linecache
 import operator
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jitgrad.trace.breaks.resume import user_function_name
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
@@ -40,6 +40,9 @@ from jitgrad.trace.capture.variables import (
     Var,
 )
 from jitgrad.trace.ir.graph import SourceLocation
+
+if TYPE_CHECKING:
+    from jitgrad.trace.capture.tracing import TraceContext
 
 MAX_INSTRUCTIONS = 100_000  # per traced frame, unrolled loops included
 MAX_INLINE_DEPTH = 32
@@ -77,7 +80,7 @@ class Translator:
     locals: name -> Var for fast locals; cells: name -> CellVar for cell and free vars.
     """
 
-    def __init__(self, ctx: Any, code: types.CodeType, f_globals: dict[str, Any],
+    def __init__(self, ctx: TraceContext, code: types.CodeType, f_globals: dict[str, Any],
                  locals_: dict[str, Var], cells: dict[str, CellVar], depth: int = 0,
                  global_source: Any = None) -> None:
         self.ctx = ctx

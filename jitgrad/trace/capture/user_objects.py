@@ -46,7 +46,7 @@ import dataclasses
 import sys
 import types
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
 from jitgrad.trace.capture.sources import AttrSource
@@ -63,6 +63,9 @@ from jitgrad.trace.capture.variables import (
     Var,
 )
 
+if TYPE_CHECKING:
+    from jitgrad.trace.capture.translator import Translator
+
 # Note [Classes defined in traced code]
 _LOCAL_FUNCTIONS: weakref.WeakKeyDictionary[types.FunctionType, NestedFunctionVar] = \
     weakref.WeakKeyDictionary()
@@ -70,7 +73,8 @@ _LOCAL_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
 _DECORATORS = (property, staticmethod, classmethod)
 
 
-def build_class(tx: Any, body: Var, name: str, bases: tuple, kwargs: dict[str, Var]) -> Var:
+def build_class(tx: Translator, body: Var, name: str, bases: tuple,
+                kwargs: dict[str, Var]) -> Var:
     """`class name(*bases): body` run in the trace (Note [Classes defined in traced code])."""
     if kwargs:
         raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"class {name} with keywords (a metaclass)")
@@ -184,7 +188,7 @@ def is_namedtuple_class(value: Any) -> bool:
         isinstance(getattr(value, "_fields", None), tuple) and hasattr(value, "_make")
 
 
-def construct(tx: Any, cls_var: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def construct(tx: Translator, cls_var: ObjectVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
     """`Cls(*args, **kwargs)` for a plain user class: a new object, `__init__` inlined."""
     cls = cls_var.value
     if cls_var.source is not None:
@@ -206,7 +210,7 @@ def construct(tx: Any, cls_var: ObjectVar, args: list[Var], kwargs: dict[str, Va
     return obj
 
 
-def construct_namedtuple(tx: Any, cls_var: ObjectVar, args: list[Var],
+def construct_namedtuple(tx: Translator, cls_var: ObjectVar, args: list[Var],
                          kwargs: dict[str, Var]) -> TupleVar:
     """`Point(x, y=2)` for a namedtuple class: its fields bound as Python binds them."""
     cls = cls_var.value
@@ -232,7 +236,7 @@ def construct_namedtuple(tx: Any, cls_var: ObjectVar, args: list[Var],
     return TupleVar([bound[name] for name in fields], cls=cls)
 
 
-def zero_argument_super(tx: Any) -> SuperVar:
+def zero_argument_super(tx: Translator) -> SuperVar:
     """`super()` inside an inlined method: its class from the `__class__` cell, the object
     from the method's first argument, as CPython's super() reads them from the frame."""
     code = tx.code
@@ -249,7 +253,7 @@ def zero_argument_super(tx: Any) -> SuperVar:
     return SuperVar(cls, obj)
 
 
-def load_attr(tx: Any, obj: UserObjectVar, name: str) -> Var:
+def load_attr(tx: Translator, obj: UserObjectVar, name: str) -> Var:
     """`obj.name` for an object made in the trace (instance dict, then the class)."""
     if name in obj.attrs:
         return obj.attrs[name]
@@ -263,7 +267,7 @@ def load_attr(tx: Any, obj: UserObjectVar, name: str) -> Var:
                  f"'{obj.cls.__name__}' object has no attribute '{name}'")
 
 
-def load_super_attr(tx: Any, sup: SuperVar, name: str) -> Var:
+def load_super_attr(tx: Translator, sup: SuperVar, name: str) -> Var:
     """`super().name`: looked up after `sup.cls` in the MRO of the object's class."""
     owner = _owner(sup.obj)
     mro = owner.__mro__
@@ -276,22 +280,22 @@ def load_super_attr(tx: Any, sup: SuperVar, name: str) -> Var:
     return _bind(tx, sup.obj, after, name, None, f"'super' object has no attribute '{name}'")
 
 
-def store_attr(tx: Any, obj: UserObjectVar, name: str, value: Var) -> None:
+def store_attr(tx: Translator, obj: UserObjectVar, name: str, value: Var) -> None:
     """`obj.name = value`: the instance dict (nothing outside the trace sees the object),
     or the class's property setter, inlined."""
     if _is_frozen_dataclass(obj.cls):
         raise Unsupported(BreakKind.USER_ERROR, f"cannot assign to field {name!r}")  # eager's error
     attr = _class_attribute(obj.cls.__mro__, name)
     if isinstance(attr, property):
-        if attr.fset is None or not tx.ctx.is_user_function(attr.fset):
-            raise Unsupported(BreakKind.USER_ERROR if attr.fset is None
+        setter = attr.fset
+        if setter is None or not tx.ctx.is_user_function(setter):
+            raise Unsupported(BreakKind.USER_ERROR if setter is None
                               else BreakKind.UNSUPPORTED_ATTRIBUTE,
                               f"property {name!r} of {obj.cls.__name__!r} object has no setter"
-                              if attr.fset is None else f"the setter of {name} is not Python "
+                              if setter is None else f"the setter of {name} is not Python "
                               "code the tracer can inline")
         source = obj.cls_source and AttrSource(AttrSource(obj.cls_source, name), "fset")
-        tx.ctx.inline_function(tx, attr.fset, ObjectVar(attr.fset, source=source), [obj, value],
-                               {})
+        tx.ctx.inline_function(tx, setter, ObjectVar(setter, source=source), [obj, value], {})
         return
     set_attr(obj, name, value)
 
@@ -305,7 +309,8 @@ def set_attr(obj: UserObjectVar, name: str, value: Var) -> None:
     obj.attrs[name] = value
 
 
-def call_method(tx: Any, method: UserMethodVar, args: list[Var], kwargs: dict[str, Var]) -> Var:
+def call_method(tx: Translator, method: UserMethodVar, args: list[Var],
+                kwargs: dict[str, Var]) -> Var:
     if method.function is None:
         if args or kwargs:
             raise Unsupported(BreakKind.USER_ERROR, "object.__init__() takes exactly one argument")
@@ -335,7 +340,7 @@ def _class_attribute(mro: tuple[type, ...], name: str, default: Any = None) -> A
     return default
 
 
-def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
+def _bind(tx: Translator, obj: Var, mro: tuple[type, ...], name: str, source: Any,
           missing: str) -> Var:
     """A class attribute found in `mro`, bound to `obj` as Python binds it."""
     attr = _class_attribute(mro, name, _MISSING)
@@ -346,11 +351,12 @@ def _bind(tx: Any, obj: Var, mro: tuple[type, ...], name: str, source: Any,
     if isinstance(attr, classmethod):
         return ObjectVar(types.MethodType(attr.__func__, _owner(obj)))
     if isinstance(attr, property):
-        if attr.fget is None or not tx.ctx.is_user_function(attr.fget):
+        function = attr.fget
+        if function is None or not tx.ctx.is_user_function(function):
             raise Unsupported(BreakKind.UNSUPPORTED_ATTRIBUTE, f"the property {name} is not Python "
                               "code the tracer can inline")
-        getter = ObjectVar(attr.fget, source=source and AttrSource(source, "fget"))
-        return tx.ctx.inline_function(tx, attr.fget, getter, [obj], {})
+        getter = ObjectVar(function, source=source and AttrSource(source, "fget"))
+        return tx.ctx.inline_function(tx, function, getter, [obj], {})
     if isinstance(attr, types.FunctionType):
         if not tx.ctx.is_user_function(attr):
             raise Unsupported(BreakKind.UNSUPPORTED_CALL,
