@@ -116,13 +116,8 @@ def explain(fn: Callable[..., Any]) -> Callable[..., report.ExplainOutput]:
 
     def run(*args: Any, **kwargs: Any) -> report.ExplainOutput:
         entry.forget(compiled)
-        output = report.ExplainOutput(disabled=config.DISABLE)
-        active = report.recorders()
-        active.append(output)
-        try:
+        with report.recording(report.ExplainOutput(disabled=config.DISABLE)) as output:
             output.result = compiled(*args, **kwargs)
-        finally:
-            active.remove(output)
         return output
 
     return run

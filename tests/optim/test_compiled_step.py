@@ -5,7 +5,6 @@ over several steps; the first call (state created) and the second (state read) c
 later calls hit the cache.
 """
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -22,17 +21,6 @@ def fresh_caches():
     jg.reset()
     yield
     jg.reset()
-
-
-@contextlib.contextmanager
-def watch():
-    """Graphs, breaks and fusion groups of every compiled call inside the block."""
-    output = report_module.ExplainOutput()
-    report_module.recorders().append(output)
-    try:
-        yield output
-    finally:
-        report_module.recorders().remove(output)
 
 
 OPTIMIZERS = {
@@ -82,7 +70,7 @@ def test_step_alone_is_one_graph_matching_eager_over_several_steps(name):
     opt, ref = OPTIMIZERS[name](params), OPTIMIZERS[name](ref_params)
     counter = CountingBackend()
     step = jg.compile(opt.step, backend=counter)
-    with watch() as report:
+    with report_module.recording() as report:
         for i in range(5):
             set_grads(params, i)
             set_grads(ref_params, i)
@@ -179,7 +167,7 @@ def test_an_optimizer_written_on_numpy_runs_eagerly_at_a_break():
         return 1
 
     compiled = jg.compile(train_step, backend="eager")
-    with watch() as report:
+    with report_module.recording() as report:
         for i in range(2):
             set_grads(params, i)
             set_grads(ref_params, i)
@@ -200,7 +188,7 @@ def test_zero_grad_inside_matches_eager(set_to_none):
     set_grads(params, 0)
     set_grads(ref_params, 0)
     grads = [p.grad for p in params]
-    with watch() as report:
+    with report_module.recording() as report:
         jg.compile(clear, backend="eager")(opt)
     ref.zero_grad(set_to_none=set_to_none)
     assert report.graph_break_count == 0
@@ -243,7 +231,7 @@ def test_full_training_step_compiled_with_numba_matches_eager(name):
     y = jg.tensor([0, 1, 2, 0, 1, 2])
     counter = CountingBackend("numba")
     compiled = jg.compile(train_step, backend=counter)
-    with watch() as report:
+    with report_module.recording() as report:
         for i in range(4):
             loss = compiled(model, opt, x, y)
             loss_ref = train_step(reference, ref, x, y)
@@ -309,7 +297,7 @@ def test_custom_optimizer_with_no_grad_step_compiles(inside):
     counter = CountingBackend()
     step = jg.compile(lambda: opt.step(), backend=counter) if inside else \
         jg.compile(opt.step, backend=counter)
-    with watch() as report:
+    with report_module.recording() as report:
         for i in range(4):
             set_grads(params, i)
             set_grads(ref_params, i)

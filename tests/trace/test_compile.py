@@ -80,12 +80,8 @@ def test_recompile_reason_names_the_failing_guard():
     compiled(x8(shape=(4,)))
     from jitgrad.trace.runtime import report as report_module
 
-    output = report_module.ExplainOutput()
-    report_module.recorders().append(output)
-    try:
+    with report_module.recording() as output:
         compiled(x8(shape=(5,)))
-    finally:
-        report_module.recorders().remove(output)
     assert len(output.recompile_reasons) == 1
     assert "x" in output.recompile_reasons[0] and "5" in output.recompile_reasons[0]
 
@@ -286,12 +282,8 @@ def test_a_recompile_reason_names_the_failing_guard_of_every_entry():
     compiled(x8(shape=(4,)), "b")
     from jitgrad.trace.runtime import report as report_module
 
-    output = report_module.ExplainOutput()
-    report_module.recorders().append(output)
-    try:
+    with report_module.recording() as output:
         compiled(x8(shape=(5,)), "c")
-    finally:
-        report_module.recorders().remove(output)
     (reason,) = output.recompile_reasons
     assert reason.endswith(": entry 2 of 2: x.shape[0]: expected 4, got 5; "
                            "entry 1 of 2: x.shape[0]: expected 4, got 5; x.shape[0] becomes "

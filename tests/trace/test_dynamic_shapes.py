@@ -78,12 +78,8 @@ def test_twelve_batch_sizes_compile_twice_and_stay_compiled(backend):
 def test_the_recompile_says_which_dim_becomes_dynamic():
     compiled = jg.compile(lambda x: x * 2)
     compiled(rand(4, 3))
-    output = report.ExplainOutput()
-    report.recorders().append(output)
-    try:
+    with report.recording() as output:
         compiled(rand(5, 3))
-    finally:
-        report.recorders().remove(output)
     (reason,) = output.recompile_reasons
     assert reason.endswith("x.shape[0]: expected 4, got 5; x.shape[0] becomes dynamic "
                            "(automatic dynamic; `dynamic=True` or `jitgrad.mark_dynamic` "
@@ -406,12 +402,8 @@ def test_a_dense_input_in_any_dim_order_stays_compiled_over_twelve_sizes(backend
 def test_a_layout_change_fails_the_dense_order_guard_with_its_reason():
     compiled = jg.compile(lambda x: x * 2, dynamic=True)
     compiled(rand(5, 4).t())
-    output = report.ExplainOutput()
-    report.recorders().append(output)
-    try:
+    with report.recording() as output:
         assert_same(compiled(rand(5, 6)), rand(5, 6) * 2)  # C order: another entry
-    finally:
-        report.recorders().remove(output)
     assert cache_of(compiled).compiles == 2
     (reason,) = output.recompile_reasons
     assert "x.stride() dense in dim order (0, 1): expected True, got False" in reason, reason

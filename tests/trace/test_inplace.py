@@ -5,7 +5,6 @@ eager; refused cases break the graph (or run eagerly) with eager's values and er
 Each test runs the same function compiled and eagerly on equal copies of the inputs.
 """
 
-import contextlib
 import re
 import warnings
 
@@ -32,17 +31,6 @@ def pair(array, requires_grad=False):
             jg.tensor(array, requires_grad=requires_grad))
 
 
-@contextlib.contextmanager
-def watch():
-    """Graphs, breaks and recompiles of every compiled call inside the block."""
-    output = report_module.ExplainOutput()
-    report_module.recorders().append(output)
-    try:
-        yield output
-    finally:
-        report_module.recorders().remove(output)
-
-
 def assert_same_tensor(compiled, eager):
     np.testing.assert_array_equal(compiled.detach().numpy(), eager.detach().numpy())
     assert compiled.dtype == eager.dtype and compiled._version == eager._version
@@ -64,7 +52,7 @@ def test_inplace_ops_on_inputs_are_one_graph_written_back_with_eager_versions():
     y, y_ref = pair(data(1))
     counter = CountingBackend()
     compiled = jg.compile(update_chain, backend=counter)
-    with watch() as report:
+    with report_module.recording() as report:
         for _ in range(3):  # each call updates the inputs exactly once
             z = compiled(x, y)
             z_ref = update_chain(x_ref, y_ref)
@@ -152,7 +140,7 @@ def test_parameter_update_under_no_grad_stays_in_the_graph():
     p.grad, p_ref.grad = g, g.clone()
     counter = CountingBackend()
     compiled = jg.compile(sgd_step, backend=counter)
-    with watch() as report:
+    with report_module.recording() as report:
         for _ in range(3):
             assert compiled(p, 0.1) is p
             sgd_step(p_ref, 0.1)
@@ -169,7 +157,7 @@ def test_writes_are_visible_after_a_graph_break():
         return x + 1
 
     x, x_ref = pair(data(7))
-    with watch() as report:
+    with report_module.recording() as report:
         out = compile_eager(f)(x)
     assert report.graph_count == 2 and report.graph_break_count == 1
     assert_same_tensor(out, f(x_ref))
@@ -195,7 +183,7 @@ def test_tensors_made_in_the_graph_are_written_freely_with_gradients():
         return h.sum()
 
     w, w_ref = pair(data(9), requires_grad=True)
-    with watch() as report:
+    with report_module.recording() as report:
         out = compile_eager(f)(w)
     assert report.graph_break_count == 0
     out_ref = f(w_ref)
@@ -259,7 +247,7 @@ def write_through_view(x):
 def test_writes_involving_views_are_one_graph_with_eager_values(fn):
     # Note [Functionalized views] in jitgrad/trace/capture/view_writes.py
     x, x_ref = pair(data(12))
-    with watch() as report:
+    with report_module.recording() as report:
         out = compile_eager(fn)(x)
     assert report.graph_count == 1 and report.graph_break_count == 0
     out_ref = fn(x_ref)
@@ -273,7 +261,7 @@ def test_an_input_that_is_a_view_is_written_eagerly_into_its_base():
         return x
 
     base, base_ref = pair(data(13, shape=(4,)))
-    with watch() as report:
+    with report_module.recording() as report:
         compile_eager(f)(base[1:])
     f(base_ref[1:])
     assert [r.kind for r in report.break_reasons] == ["INPLACE_ON_VIEW"]
@@ -292,7 +280,7 @@ def test_a_tensor_reached_without_a_source_is_written_by_its_own_frame():
         return accumulate(x) + 1
 
     compiled = compile_eager(f)
-    with watch() as report:
+    with report_module.recording() as report:
         compiled(jg.ones(3))
         out = compiled(jg.ones(3))
     assert report.break_reasons[0].kind == "INPLACE_ON_CONSTANT"
@@ -306,7 +294,7 @@ def test_a_default_argument_of_the_compiled_function_is_an_input_written_back():
         return total * 1
 
     compiled = compile_eager(f)
-    with watch() as report:
+    with report_module.recording() as report:
         compiled(jg.ones(3))
         out = compiled(jg.ones(3))
     assert report.graph_break_count == 0
@@ -320,7 +308,7 @@ def test_writing_an_input_whose_memory_another_input_shares_runs_eagerly():
         return b * 2
 
     x, x_ref = pair(data(14))
-    with watch() as report, warnings.catch_warnings():
+    with report_module.recording() as report, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = compile_eager(f)(x, x.detach())
     assert report.frame_outcomes[0].outcome == "eager"
@@ -352,7 +340,7 @@ def test_handwritten_sgd_over_a_parameter_list_is_one_graph():
     params = [jg.tensor(data(20 + i), requires_grad=True) for i in range(3)]
     refs = [jg.tensor(data(20 + i), requires_grad=True) for i in range(3)]
     compiled = compile_eager(sgd)
-    with watch() as report:
+    with report_module.recording() as report:
         for step in range(2):
             for i, (p, q) in enumerate(zip(params, refs, strict=True)):
                 p.grad, q.grad = jg.tensor(data(30 + i + step)), jg.tensor(data(30 + i + step))
@@ -383,7 +371,7 @@ def test_global_and_closure_tensors_are_written_back():
     accumulate, total = make_accumulator()
     compiled_count, compiled_accumulate = compile_eager(count), compile_eager(accumulate)
     start = COUNTS.numpy().copy()
-    with watch() as report:
+    with report_module.recording() as report:
         for _ in range(2):
             compiled_count(jg.ones(3))
             out = compiled_accumulate(jg.ones(3))
@@ -403,7 +391,7 @@ def test_item_assignment_records_index_put_with_gradients():
         return (y * y).sum(), y
 
     x, x_ref = pair(data(40, shape=(3, 4)), requires_grad=True)
-    with watch() as report:
+    with report_module.recording() as report:
         loss, y = compile_eager(f)(x)
     assert report.graph_count == 1 and report.graph_break_count == 0
     assert "call_function[index_put]" in str(report.graphs[0])
@@ -424,7 +412,7 @@ def test_item_assignment_into_an_input_under_no_grad_is_written_back():
 
     x, x_ref = pair(data(41))
     row = jg.tensor(data(42, shape=(2,), dtype=np.float64))
-    with watch() as report:
+    with report_module.recording() as report:
         assert compile_eager(f)(x, row) is x
     assert report.graph_break_count == 0
     assert_same_tensor(x, f(x_ref, row))
@@ -437,7 +425,7 @@ def test_item_assignment_through_a_mask_breaks_with_eager_values():
         return y + 1
 
     x = jg.tensor(data(43))
-    with watch() as report:
+    with report_module.recording() as report:
         out = compile_eager(f)(x)
     assert [r.kind for r in report.break_reasons] == ["TENSOR_TO_PYTHON"]
     assert_same_tensor(out, f(x))
@@ -491,7 +479,7 @@ def test_in_place_view_ops_on_an_input_change_the_callers_tensor_as_eager():
         return x * 2
 
     a, b = pair(data())
-    with watch() as seen:
+    with report_module.recording() as seen:
         got = compile_eager(f)(a)
     want = f(b)
     assert seen.graph_count == 1 and seen.graph_break_count == 0

@@ -7,10 +7,11 @@ channels. Messages point at the user's file:line with the source line and carets
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from jitgrad import config
@@ -143,6 +144,19 @@ def recorders() -> list[ExplainOutput]:
     if _RECORDERS.active is None:
         _RECORDERS.active = []
     return _RECORDERS.active
+
+
+@contextlib.contextmanager
+def recording(output: ExplainOutput | None = None) -> Iterator[ExplainOutput]:
+    """Record into `output` (a new ExplainOutput by default) what every compile inside
+    the block does: graphs, breaks, recompiles, fusion groups, guards, times."""
+    output = ExplainOutput() if output is None else output
+    active = recorders()
+    active.append(output)
+    try:
+        yield output
+    finally:
+        active.remove(output)
 
 
 def record_graph(graph: Any, fusion_groups: Callable[[], list[str]]) -> None:
