@@ -109,8 +109,8 @@ def _explain(hint: int, moved: list[int], candidates: list, env: symbolic.ShapeE
     """The candidate (or candidate plus a constant) worth `hint` at the hints and `moved`
     at the probes; None if none is."""
     for expr in candidates:
-        at_hint = symbolic.evaluate(expr, env.hints)
-        if all(symbolic.evaluate(expr, probe) - at_hint == m - hint
+        at_hint = symbolic.evaluate(expr, env.hints.__getitem__)
+        if all(symbolic.evaluate(expr, probe.__getitem__) - at_hint == m - hint
                for probe, m in zip(probes, moved, strict=True)):
             shift = hint - at_hint
             return expr if shift == 0 else ("+", expr, shift) if shift > 0 else \

@@ -46,33 +46,34 @@ COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt, ">=": operator.ge}
 
 
-def evaluate(expr: Expr, values: Any) -> int:
-    """The value of `expr` when symbol k has the value `values[k]`."""
+def evaluate(expr: Expr, value: Callable[[Any], int], leaf: str = "sym") -> int:
+    """The value of `expr` when each leaf `(leaf, k)` has the value `value(k)` (symbol k, or
+    with leaf "size" the size a guard reads from a source)."""
     if type(expr) is int:
         return expr
-    if expr[0] == "sym":
-        return int(values[expr[1]])
-    return _OPS[expr[0]](evaluate(expr[1], values), evaluate(expr[2], values))
+    if expr[0] == leaf:
+        return int(value(expr[1]))
+    return _OPS[expr[0]](evaluate(expr[1], value, leaf), evaluate(expr[2], value, leaf))
 
 
-def render(expr: Expr, name: Callable[[int], str]) -> str:
-    """`expr` as Python source, symbol k written `name(k)`."""
+def render(expr: Expr, name: Callable[[Any], str], leaf: str = "sym") -> str:
+    """`expr` as Python source, each leaf `(leaf, k)` written `name(k)`."""
     if type(expr) is int:
         return repr(expr)
-    if expr[0] == "sym":
+    if expr[0] == leaf:
         return name(expr[1])
-    return f"({render(expr[1], name)} {expr[0]} {render(expr[2], name)})"
+    return f"({render(expr[1], name, leaf)} {expr[0]} {render(expr[2], name, leaf)})"
 
 
-def symbols_of(expr: Expr) -> Iterator[int]:
-    """The symbols `expr` reads."""
+def symbols_of(expr: Expr, leaf: str = "sym") -> Iterator[Any]:
+    """What the leaves `(leaf, k)` of `expr` hold: its symbols k (or sources)."""
     if type(expr) is int:
         return
-    if expr[0] == "sym":
+    if expr[0] == leaf:
         yield expr[1]
         return
-    yield from symbols_of(expr[1])
-    yield from symbols_of(expr[2])
+    yield from symbols_of(expr[1], leaf)
+    yield from symbols_of(expr[2], leaf)
 
 
 def _combine(op: str, a: Expr, b: Expr) -> Expr:
@@ -224,7 +225,7 @@ def hinted(value: Any) -> Any:
 
 def substitute(value: Any, values: Any) -> Any:
     """`value` with every SymInt replaced by its int at `values` (symbol k = values[k])."""
-    return _map_symints(value, lambda size: evaluate(size.expr, values))
+    return _map_symints(value, lambda size: evaluate(size.expr, values.__getitem__))
 
 
 def _map_symints(value: Any, fn: Callable[[SymInt], int]) -> Any:

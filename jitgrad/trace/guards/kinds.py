@@ -99,39 +99,15 @@ class SizeRelation(NamedTuple):
     rhs: Any
 
     def render(self, size: Callable[[Source], str]) -> str:
-        return f"{_render_size(self.lhs, size)} {self.op} {_render_size(self.rhs, size)}"
+        return f"{symbolic.render(self.lhs, size, 'size')} {self.op} " \
+            f"{symbolic.render(self.rhs, size, 'size')}"
 
     def holds(self, size: Callable[[Source], int]) -> bool:
-        return symbolic.COMPARISONS[self.op](_size_value(self.lhs, size),
-                                             _size_value(self.rhs, size))
+        return symbolic.COMPARISONS[self.op](symbolic.evaluate(self.lhs, size, "size"),
+                                             symbolic.evaluate(self.rhs, size, "size"))
 
     def sources(self) -> list[Source]:
-        return _size_sources(self.lhs) + _size_sources(self.rhs)
-
-
-def _render_size(expr: Any, size: Callable[[Source], str]) -> str:
-    if type(expr) is int:
-        return repr(expr)
-    if expr[0] == "size":
-        return size(expr[1])
-    return f"({_render_size(expr[1], size)} {expr[0]} {_render_size(expr[2], size)})"
-
-
-def _size_value(expr: Any, size: Callable[[Source], int]) -> int:
-    if type(expr) is int:
-        return expr
-    if expr[0] == "size":
-        return size(expr[1])
-    return symbolic.evaluate((expr[0], _size_value(expr[1], size), _size_value(expr[2], size)),
-                             ())
-
-
-def _size_sources(expr: Any) -> list[Source]:
-    if type(expr) is int:
-        return []
-    if expr[0] == "size":
-        return [expr[1]]
-    return _size_sources(expr[1]) + _size_sources(expr[2])
+        return [*symbolic.symbols_of(self.lhs, "size"), *symbolic.symbols_of(self.rhs, "size")]
 
 
 def dense_strides(shape: tuple[int, ...], itemsize: int, order: tuple[int, ...]
