@@ -212,21 +212,10 @@ def changed_numbers(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
     """Sources of Python numbers (int, float) whose value differs from the traced one in
     this call (the same type, another value): every one, not only the first failing guard,
     so one recompile makes them all graph inputs (Note [Unspecialized numbers])."""
-    try:
-        frame = FrameValues.bind(fn, args, kwargs)
-    except TypeError:
-        return []
-    changed = []
-    for guard in guard_set:
-        if guard.kind is not GuardKind.EQUALS_MATCH or type(guard.expected) not in (int, float):
-            continue
-        try:
-            value = guard.source.get(frame)
-        except Exception:  # noqa: BLE001 - a base that changed type: not a changed number
-            continue
-        if type(value) is type(guard.expected) and mismatch_equals(guard.expected, value):
-            changed.append(guard.source)
-    return changed
+    return [guard.source for guard, value in _current_values(
+                guard_set, GuardKind.EQUALS_MATCH, fn, args, kwargs)
+            if type(guard.expected) in (int, float) and type(value) is type(guard.expected)
+            and mismatch_equals(guard.expected, value)]
 
 
 def changed_sizes(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
@@ -234,18 +223,8 @@ def changed_sizes(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
     """The dims of guarded tensors whose size differs from the traced one in this call (a
     tensor of the same type, rank and dtype): every one, so one recompile makes them all
     dynamic (automatic dynamic, Note [Symbolic sizes])."""
-    try:
-        frame = FrameValues.bind(fn, args, kwargs)
-    except TypeError:
-        return []
     changed = []
-    for guard in guard_set:
-        if guard.kind is not GuardKind.TENSOR_MATCH:
-            continue
-        try:
-            value = guard.source.get(frame)
-        except Exception:  # noqa: BLE001 - a base that changed type: not a changed size
-            continue
+    for guard, value in _current_values(guard_set, GuardKind.TENSOR_MATCH, fn, args, kwargs):
         expected = guard.expected
         if type(value) is not expected.type or value._data.dtype != expected.dtype.np or \
                 value._data.ndim != len(expected.shape):
@@ -254,3 +233,22 @@ def changed_sizes(guard_set: GuardSet, fn: types.FunctionType, args: tuple,
                     enumerate(zip(expected.shape, value._data.shape, strict=True))
                     if want is not None and want != got]
     return changed
+
+
+def _current_values(guard_set: GuardSet, kind: GuardKind, fn: types.FunctionType,
+                    args: tuple, kwargs: dict[str, Any]) -> Iterator[tuple[Guard, Any]]:
+    """Each guard of `kind` with the value its source reads in this call; none when the
+    call does not bind to `fn`, and a guard whose source cannot be read (a base that
+    changed type) is skipped: it changed, but not as a number or a size."""
+    try:
+        frame = FrameValues.bind(fn, args, kwargs)
+    except TypeError:
+        return
+    for guard in guard_set:
+        if guard.kind is not kind:
+            continue
+        try:
+            value = guard.source.get(frame)
+        except Exception:  # noqa: BLE001 - see the docstring
+            continue
+        yield guard, value
