@@ -13,7 +13,7 @@ from jitgrad.eager.ops.inplace import _reshape_in_place
 from jitgrad.eager.ops.linalg import matmul
 from jitgrad.eager.ops.pointwise import not_implemented_for
 from jitgrad.eager.ops.reduction import vector_norm
-from jitgrad.eager.ops.shape import transpose
+from jitgrad.eager.ops.shape import matrix_transpose, transpose
 from jitgrad.eager.tensor import Tensor
 
 
@@ -101,11 +101,7 @@ def _adjoint(input: Tensor) -> Tensor:
 
 
 def _matrix_adjoint(input: Tensor) -> Tensor:
-    ndim = input._data.ndim
-    if ndim < 2:
-        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
-                           f"Got {ndim}-D tensor.")
-    return transpose(input, -2, -1)
+    return matrix_transpose(input, "mH")  # real dtypes only: the adjoint is the transpose
 
 
 def transpose_(self: Tensor, dim0: int, dim1: int) -> Tensor:

@@ -229,11 +229,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode not in ("trunc", "floor"):
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
-    a, b = as_tensor_operand(input), as_tensor_operand(other)
-    refuse_bool(f"div_{rounding_mode}_cpu", a, b)
-    if _is_integral(a, b):
-        b = _checked_integer_divisor(b)
-    return binary(DIV_ROUNDING, a, b, rounding_mode=rounding_mode)
+    return binary(DIV_ROUNDING, *_division_operands(f"div_{rounding_mode}_cpu", input, other),
+                  rounding_mode=rounding_mode)
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
@@ -242,11 +239,7 @@ def floor_divide(input: Any, other: Any) -> Tensor:
     Forward only: calling backward through it raises RuntimeError, as in PyTorch; use
     `div(..., rounding_mode="floor")` for a zero gradient. Integer division by zero raises.
     """
-    a, b = as_tensor_operand(input), as_tensor_operand(other)
-    refuse_bool("div_floor_cpu", a, b)
-    if _is_integral(a, b):
-        b = _checked_integer_divisor(b)
-    return binary(FLOOR_DIVIDE, a, b)
+    return binary(FLOOR_DIVIDE, *_division_operands("div_floor_cpu", input, other))
 
 
 def remainder(input: Any, other: Any) -> Tensor:
@@ -254,11 +247,7 @@ def remainder(input: Any, other: Any) -> Tensor:
 
     Raises RuntimeError for integer division by zero.
     """
-    a, b = as_tensor_operand(input), as_tensor_operand(other)
-    refuse_bool("remainder_cpu", a, b)
-    if _is_integral(a, b):
-        b = _checked_integer_divisor(b)
-    return binary(REMAINDER, a, b)
+    return binary(REMAINDER, *_division_operands("remainder_cpu", input, other))
 
 
 def fmod(input: Any, other: Any) -> Tensor:
@@ -267,11 +256,17 @@ def fmod(input: Any, other: Any) -> Tensor:
     Raises TypeError when input is not a Tensor (PyTorch has no fmod(Number, Tensor)).
     """
     require_tensor("fmod", input)
+    return binary(FMOD, *_division_operands("fmod_cpu", input, other))
+
+
+def _division_operands(kernel: str, input: Any, other: Any) -> tuple[Any, Any]:
+    """The operands of a rounding division (floor, trunc, remainder, fmod): refused for
+    bool as PyTorch's `kernel` refuses them, and an integer divisor checked for zeros."""
     a, b = as_tensor_operand(input), as_tensor_operand(other)
-    refuse_bool("fmod_cpu", a, b)
+    refuse_bool(kernel, a, b)
     if _is_integral(a, b):
         b = _checked_integer_divisor(b)
-    return binary(FMOD, a, b)
+    return a, b
 
 
 true_divide = divide = div

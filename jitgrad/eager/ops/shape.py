@@ -295,11 +295,13 @@ def _numpy_t(input: Tensor) -> Tensor:
     return view_op(input, PERMUTE, {"dims": tuple(range(ndim))[::-1]})
 
 
-def _matrix_t(input: Tensor) -> Tensor:
+def matrix_transpose(input: Tensor, attribute: str = "mT") -> Tensor:
+    """`x.mT` (and, for real dtypes, `x.mH`): the last two dims swapped. Raises
+    RuntimeError below 2 dims, naming `attribute`."""
     ndim = input._data.ndim
     if ndim < 2:
-        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
-                           f"Got {ndim}-D tensor.")
+        raise RuntimeError(f"tensor.{attribute} is only supported on matrices or batches of "
+                           f"matrices. Got {ndim}-D tensor.")
     return transpose(input, -2, -1)
 
 
@@ -439,7 +441,7 @@ METHODS = {
     "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as,
     "ravel": ravel, "flatten": flatten, "unflatten": unflatten, "squeeze": squeeze,
     "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
-    "swapdims": swapdims, "t": t, "T": property(_numpy_t), "mT": property(_matrix_t),
+    "swapdims": swapdims, "t": t, "T": property(_numpy_t), "mT": property(matrix_transpose),
     "movedim": movedim, "moveaxis": moveaxis, "expand": expand, "expand_as": expand_as,
     "broadcast_to": broadcast_to, "clone": clone, "contiguous": contiguous,
     **slicing.METHODS, **joining.METHODS,
