@@ -74,10 +74,8 @@ class _ConvNd(Module):
         return text
 
 
-class Conv1d(_ConvNd):
-    """(N, in_channels, L) -> (N, out_channels, OL) with F.conv1d."""
-
-    _dims = 1
+class _Conv(_ConvNd):
+    """The public constructor of Conv1d and Conv2d (PyTorch's signature)."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -85,44 +83,10 @@ class Conv1d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, dtype=dtype)
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
 
-
-class Conv2d(_ConvNd):
-    """(N, in_channels, H, W) -> (N, out_channels, OH, OW) with F.conv2d."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
-
-
-class ConvTranspose1d(_ConvNd):
-    """(N, in_channels, L) -> (N, out_channels, OL) with F.conv_transpose1d."""
-
-    _dims, _transposed = 1, True
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, output_padding, dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
-
-
-class ConvTranspose2d(_ConvNd):
-    """(N, in_channels, H, W) -> (N, out_channels, OH, OW) with F.conv_transpose2d."""
+class _ConvTranspose(_ConvNd):
+    """The public constructor of ConvTranspose1d and ConvTranspose2d (PyTorch's signature:
+    output_padding before groups, dilation after bias)."""
 
     _transposed = True
 
@@ -132,6 +96,38 @@ class ConvTranspose2d(_ConvNd):
                  dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, output_padding, dtype)
+
+
+class Conv1d(_Conv):
+    """(N, in_channels, L) -> (N, out_channels, OL) with F.conv1d."""
+
+    _dims = 1
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
+class Conv2d(_Conv):
+    """(N, in_channels, H, W) -> (N, out_channels, OH, OW) with F.conv2d."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """(N, in_channels, L) -> (N, out_channels, OL) with F.conv_transpose1d."""
+
+    _dims = 1
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTranspose):
+    """(N, in_channels, H, W) -> (N, out_channels, OH, OW) with F.conv_transpose2d."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
