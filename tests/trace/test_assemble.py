@@ -26,6 +26,7 @@ from jitgrad.trace.bytecode.instructions import (
     decode,
     format_instructions,
 )
+from tests.trace.contexts import LoggingContext
 
 CORPUS_MODULES = [
     "textwrap", "difflib", "json.decoder", "json.encoder", "ast", "dis", "inspect", "argparse",
@@ -300,22 +301,9 @@ def _try_everything(x):
     return log
 
 
-class _Recorder:
-    def __init__(self, log, swallow=False):
-        self.log, self.swallow = log, swallow
-
-    def __enter__(self):
-        self.log.append("enter")
-        return self
-
-    def __exit__(self, kind, value, tb):
-        self.log.append(f"exit {kind.__name__ if kind else None}")
-        return self.swallow
-
-
 def _with_blocks(x, swallow):
     log = []
-    with _Recorder(log) as outer, _Recorder(log, swallow):
+    with LoggingContext(log) as outer, LoggingContext(log, swallow):
         log.append(outer is not None)
         with contextlib.suppress(KeyError):
             log.append({}[x] if x == "k" else x)

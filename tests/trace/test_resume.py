@@ -20,6 +20,7 @@ from jitgrad.trace.bytecode.instructions import (
     create_load_global,
     decode,
 )
+from tests.trace.contexts import LoggingContext
 
 _STOPPED = object()
 
@@ -223,21 +224,8 @@ def test_exception_after_the_jump_runs_the_original_exit():
     assert jitgrad.is_grad_enabled()  # __exit__ of the re-entered no_grad ran
 
 
-class _Recorder:
-    def __init__(self, log, swallow=False):
-        self.log, self.swallow = log, swallow
-
-    def __enter__(self):
-        self.log.append("enter")
-        return self
-
-    def __exit__(self, kind, value, tb):
-        self.log.append(f"exit {kind.__name__ if kind else None}")
-        return self.swallow
-
-
 def _two_withs(log, v, check):
-    with _Recorder(log):
+    with LoggingContext(log):
         with jitgrad.no_grad():
             r = _double(v)
             r = check(r)
@@ -250,7 +238,7 @@ def test_nested_with_blocks_are_reentered_outermost_first():
     assert stack_depths(instrs)[after] == 3
     log = []
     code = build_resume_code(_two_withs.__code__, after, 1, ["check", "log"],
-                             with_blocks=[(_Recorder, (log,)), (jitgrad.no_grad, ())])
+                             with_blocks=[(LoggingContext, (log,)), (jitgrad.no_grad, ())])
     resume = _resume_fn(_two_withs, code)
     assert resume(14, lambda r: (r, jitgrad.is_grad_enabled()), log) == (14, False)
     assert log == ["enter", "between", "exit None"]
@@ -267,7 +255,7 @@ def test_failing_inner_reentry_still_exits_the_outer_block():
     def broken_ctx():
         raise RuntimeError("cannot enter")
     code = build_resume_code(_two_withs.__code__, after, 1, ["check", "log"],
-                             with_blocks=[(_Recorder, (log,)), (broken_ctx, ())])
+                             with_blocks=[(LoggingContext, (log,)), (broken_ctx, ())])
     with pytest.raises(RuntimeError, match="cannot enter"):
         _resume_fn(_two_withs, code)(14, abs, log)
     assert log == ["enter", "exit RuntimeError"]
@@ -277,14 +265,14 @@ def test_swallowing_exit_continues_after_the_block_as_the_original_does():
     instrs, after = _after_call_on(_two_withs, "v")
     resumed_log, original_log = [], []
     code = build_resume_code(_two_withs.__code__, after, 1, ["check", "log"],
-                             with_blocks=[(_Recorder, (resumed_log, True)),
+                             with_blocks=[(LoggingContext, (resumed_log, True)),
                                           (jitgrad.no_grad, ())])
 
     def check(r):
         raise ValueError(r)
-    swallowing = _Recorder(original_log, True)
+    swallowing = LoggingContext(original_log, True)
     original = types.FunctionType(_two_withs.__code__, {**globals(),
-                                                        "_Recorder": lambda log: swallowing})
+                                                        "LoggingContext": lambda log: swallowing})
     assert _resume_fn(_two_withs, code)(14, check, resumed_log) == original(
         original_log, 7, check) == 14
     assert resumed_log == original_log == ["enter", "exit ValueError"]
@@ -394,11 +382,11 @@ def test_reentry_arguments_may_be_unhashable_constants():
     _, after = _after_call_on(_in_no_grad, "y")
     log = []
     code = build_resume_code(_in_no_grad.__code__, after, 1, ["probe"],
-                             with_blocks=[(_Recorder, (log,))])
+                             with_blocks=[(LoggingContext, (log,))])
     assert build_resume_code(_in_no_grad.__code__, after, 1, ["probe"],
-                             with_blocks=[(_Recorder, (log,))]) is code
+                             with_blocks=[(LoggingContext, (log,))]) is code
     assert build_resume_code(_in_no_grad.__code__, after, 1, ["probe"],
-                             with_blocks=[(_Recorder, ([],))]) is not code
+                             with_blocks=[(LoggingContext, ([],))]) is not code
     w, _ = _resume_fn(_in_no_grad, code)(1, lambda v: v * 10)
     assert w == 20 and log == ["enter", "exit None"]
 
