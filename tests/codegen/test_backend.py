@@ -32,8 +32,9 @@ COMPILED_CASES = (
 CASES = {c.name: c for c in OP_CASES}
 
 
-def compile_numba(fn):
-    """`fn` compiled with the numba backend, and the list of CompiledGraphs it produced.
+def compile_numba(fn, backend=numba_backend, **options):
+    """`fn` compiled with `backend` (the numba backend by default) and `options`, and the
+    list of what the backend produced (CompiledGraphs, CompiledRegions).
 
     Compiled entries of earlier tests are dropped first: closures made by `user_function`
     share one code object, and a closed-over function is not guarded yet.
@@ -41,12 +42,12 @@ def compile_numba(fn):
     jg.reset()
     produced = []
 
-    def backend(gm, example_inputs):
-        compiled = numba_backend(gm, example_inputs)
+    def recording(gm, example_inputs):
+        compiled = backend(gm, example_inputs)
         produced.append(compiled)
         return compiled
 
-    return jg.compile(fn, backend=backend), produced
+    return jg.compile(fn, backend=recording, **options), produced
 
 
 def kernel_copy(x):

@@ -10,22 +10,9 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad.codegen.autograd import CompiledRegion
-from jitgrad.codegen.backend import numba_backend
+from tests.codegen.test_backend import compile_numba
 
 TOLERANCES = {jg.float32: (1e-5, 1e-6), jg.float64: (1e-10, 1e-12)}
-
-
-def compile_numba(fn, **kwargs):
-    """`fn` compiled with the numba backend, and the list of what the backend produced."""
-    produced = []
-
-    def backend(gm, example_inputs):
-        compiled = numba_backend(gm, example_inputs)
-        produced.append(compiled)
-        return compiled
-
-    jg.reset()
-    return jg.compile(fn, backend=backend, **kwargs), produced
 
 
 def leaves(rng, dtype, *shapes, scale=1.0):

@@ -24,6 +24,7 @@ from jitgrad.codegen.autograd import CompiledRegion, compile_region
 from jitgrad.codegen.backend import CompiledGraph, numba_backend
 from jitgrad.trace.breaks.unsupported import Unsupported
 from jitgrad.trace.ir.graph_module import GraphModule
+from tests.codegen.test_backend import compile_numba
 from tests.eager.op_table import OP_CASES
 
 TOLERANCES = {np.float32: (1e-5, 1e-6), np.float64: (1e-10, 1e-12)}
@@ -86,15 +87,7 @@ def check_case(case, np_dtype, backend):
     eager_loss, eager_grads = loss_and_grads(case.fn(*eager_inputs), wanted)
 
     inputs = case.tensors(arrays, requires_grad=True)
-    produced = []
-
-    def recording_backend(gm, example_inputs):
-        compiled = backend(gm, example_inputs)
-        produced.append(compiled)
-        return compiled
-
-    jg.reset()
-    fn = jg.compile(user_function(case.fn, len(inputs)), backend=recording_backend)
+    fn, produced = compile_numba(user_function(case.fn, len(inputs)), backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # graph-break fallbacks warn; they must still match
         outputs = fn(*inputs)

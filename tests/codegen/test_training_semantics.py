@@ -9,7 +9,7 @@ import pytest
 import jitgrad as jg
 import jitgrad.nn.functional as F  # noqa: N812 - the name PyTorch programs use
 from jitgrad.codegen.autograd import CompiledRegion
-from jitgrad.codegen.backend import numba_backend
+from tests.codegen.test_backend import compile_numba
 from tests.trace.eager_parity import assert_matches_eager
 from tests.trace.parity_cases import (
     GRAD_MODES,
@@ -63,19 +63,14 @@ def test_grad_mode_regions_match_eager_under_each_outer_mode(case, outer):
 
 
 def test_enable_grad_inside_a_call_under_no_grad_is_a_compiled_region():
-    produced = []
-
-    def backend(gm, example_inputs):
-        produced.append(numba_backend(gm, example_inputs))
-        return produced[-1]
-
     def f(x):
         with jg.enable_grad():
             return (x * x).sum()
 
+    compiled, produced = compile_numba(f)
     x = jg.tensor(np.arange(3, dtype=np.float32), requires_grad=True)
     with jg.no_grad():
-        loss = jg.compile(f, backend=backend)(x)
+        loss = compiled(x)
     assert [type(p) for p in produced] == [CompiledRegion]
     loss.backward()
     np.testing.assert_array_equal(x.grad.numpy(), 2 * np.arange(3, dtype=np.float32))
