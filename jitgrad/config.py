@@ -52,7 +52,7 @@ DEFAULT_BACKEND = "numba"
 
 # Note [Groups too small for a kernel] (jitgrad/codegen/launch_cost.py): a fusion group
 # whose numpy ops cost less than a kernel launch runs as those ops; False gives every group
-# a kernel (the test suite sets it, to test the kernels on small inputs)
+# a kernel (tests/codegen sets it, to test the kernels on small inputs)
 SMALL_GROUPS_AS_NUMPY = os.environ.get("JITGRAD_SMALL_GROUPS_AS_NUMPY", "1") != "0"
 
 RECOMPILE_LIMIT = 8  # per code object, as torch.compile

@@ -1,7 +1,8 @@
-"""Note [Groups too small for a kernel]: with the rule on (the shipped default; the suite
-turns it off, tests/__init__.py), a pointwise group of one to three ops over a few
-elements runs as its ops' numpy forwards, so it computes exactly what eager computes;
-larger groups, groups over symbolic sizes and reductions keep their kernels."""
+"""Note [Groups too small for a kernel]: with the rule on (the shipped default, which the
+other codegen tests turn off: tests/codegen/conftest.py), a pointwise group of one to
+three ops over a few elements runs as its ops' numpy forwards, so it computes exactly what
+eager computes; larger groups, groups over symbolic sizes and reductions keep their
+kernels. The rest of the suite runs with the rule on."""
 
 import numpy as np
 import pytest

@@ -6,6 +6,9 @@ time per program, mismatches per label (backend:kind), fuzzer errors, feature co
 `--torch [PYTHON]` adds real torch (run by that interpreter) as a backend compared with
 eager jitgrad. `--known-off` turns off the features of tests.fuzz.test_fuzz.KNOWN_OPEN;
 `--off a,b` turns off more. `--replay DIR` re-runs a saved failure and prints its diff.
+Every fusion group gets a kernel, however small, since the kernels are what the campaign
+tests; `--small-groups-as-numpy` runs the shipped rule instead (Note [Groups too small for
+a kernel] in jitgrad/codegen/launch_cost.py).
 """
 
 import argparse
@@ -35,6 +38,7 @@ def parse(argv):
     p.add_argument("--off", default="")
     p.add_argument("--no-shrink", action="store_true")
     p.add_argument("--replay", default=None, metavar="DIR")
+    p.add_argument("--small-groups-as-numpy", action="store_true")
     return p.parse_args(argv)
 
 

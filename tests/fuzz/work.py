@@ -6,6 +6,7 @@ A module of its own so that `spawn` workers (`--jobs N`) can import what they ru
 import time
 import traceback
 
+from jitgrad import config
 from tests.fuzz import campaign
 from tests.fuzz.generator import FEATURES, generate
 
@@ -24,6 +25,7 @@ def features_of(args) -> frozenset:
 
 
 def init_worker(args) -> None:
+    config.SMALL_GROUPS_AS_NUMPY = args.small_groups_as_numpy
     STATE["args"] = args
     STATE["features"] = features_of(args)
     STATE["backends"] = [b for b in args.backends.split(",") if b]
