@@ -24,9 +24,10 @@ _FORWARD_IDS = itertools.count()
 
 
 class GraphModule:
-    """A Graph plus the function its generated Python (`generate_python`) defines.
+    """A Graph plus the function its generated Python (`generate_python`) defines, made
+    when `forward` or `code` is first read.
 
-    graph: the Graph (linted when compiled); attrs: values of its get_attr nodes,
+    graph: the Graph (linted when the GraphModule is made); attrs: values of its get_attr nodes,
     `graph.attrs` updated with the `attrs` argument (e.g. other parameters of the same
     names). `forward(*inputs) -> tuple` (also `gm(*inputs)`) takes one value per
     placeholder, in order, and returns the output tuple; it calls OpDefs eagerly, so
@@ -42,8 +43,23 @@ class GraphModule:
         self.recompile()
 
     def recompile(self) -> None:
-        """Regenerate `code` and `forward` from the graph (after a pass edited it)."""
+        """Check the graph and drop the generated function (after a pass edited the graph);
+        `code` and `forward` are generated again when first read. A backend that compiles
+        the graph its own way (the numba backend's program) never pays for them."""
         lint(self.graph, meta=True)
+        self._generated: tuple[str, Callable[..., tuple]] | None = None
+
+    @property
+    def code(self) -> str:
+        return self._generate()[0]
+
+    @property
+    def forward(self) -> Callable[..., tuple]:
+        return self._generate()[1]
+
+    def _generate(self) -> tuple[str, Callable[..., tuple]]:
+        if self._generated is not None:
+            return self._generated
         source, namespace, line_nodes = generate_python(self.graph)
         namespace["attrs"] = self.attrs
         name = f"forward_{next(_FORWARD_IDS)}"
@@ -60,8 +76,8 @@ class GraphModule:
         # See Note [Errors at the user's line]
         user_lines.register(filename, [None if node is None else node.meta.get("source")
                                        for node in line_nodes], forward)
-        self.code = source
-        self.forward = forward
+        self._generated = (source, forward)
+        return self._generated
 
     def __call__(self, *inputs: Any) -> tuple:
         return self.forward(*inputs)
