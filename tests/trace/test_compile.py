@@ -721,3 +721,25 @@ def test_fullgraph_raises_after_another_compile_of_the_function_ran_eagerly():
         assert_same(jg.compile(f, backend="eager")(x), x + 1)  # a break: eager from now on
     with pytest.raises(jg.CompileError, match="print"):
         jg.compile(f, backend="eager", fullgraph=True)(x)
+
+
+class _DoubledLinear(nn.Linear):
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+def test_super_forward_into_a_library_module_guards_that_modules_globals():
+    """`super().forward(x)` inlines nn.Linear.forward, whose `F` is a global of
+    jitgrad/nn/modules/linear.py: its guards read that module's globals, not the compiled
+    function's (which has no `F`: the guard failed, so every call recompiled)."""
+    model = _DoubledLinear(4, 3)
+    compiled = jg.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for seed in range(10):
+            x = jg.tensor(np.random.default_rng(seed).normal(size=(2, 4)).astype(np.float32))
+            np.testing.assert_allclose(compiled(x).detach().numpy(),
+                                       model(x).detach().numpy(), rtol=1e-6)
+    cache = entry.cache_of(compiled)
+    assert cache.compiles == 1 and cache.entries[0].hits == 9
+    assert "jitgrad.nn.modules.linear.__dict__['F']" in cache.entries[0].guard_source

@@ -9,6 +9,7 @@ decisions for `TraceContext` (tracing.py), which mixes it in.
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, cast
 
@@ -22,7 +23,13 @@ from jitgrad.trace.bytecode import opcodes
 from jitgrad.trace.capture import user_objects
 from jitgrad.trace.capture.fake import FakeTensor
 from jitgrad.trace.capture.recorder import OpRecorder, run_eagerly
-from jitgrad.trace.capture.sources import AttrSource, CellContentsSource, Source, TypeSource
+from jitgrad.trace.capture.sources import (
+    AttrSource,
+    CellContentsSource,
+    ModuleGlobalsSource,
+    Source,
+    TypeSource,
+)
 from jitgrad.trace.capture.translator import MAX_INLINE_DEPTH, Translator
 from jitgrad.trace.capture.variables import (
     CellVar,
@@ -168,11 +175,13 @@ class Inlining:
             for i, (name, cell) in enumerate(zip(fn.__code__.co_freevars, fn.__closure__ or (),
                                                  strict=True)))
         nested = NestedFunctionVar(fn.__code__, fn.__globals__, defaults, kwdefaults, cells)
-        global_source = None
+        global_source: Source | None = None
         if fn.__globals__ is not tx.f_globals and source is not None:
             global_source = AttrSource(source, "__globals__")
         elif fn.__globals__ is tx.f_globals:
             global_source = tx.global_source
+        else:  # reached without a source: its module's globals (a guard must not read ours)
+            global_source = _module_globals(fn)
         return self.inline(tx, nested, args, kwargs, global_source)
 
     def run_class_body(self: TraceState, tx: Translator,
@@ -216,6 +225,17 @@ class Inlining:
         self.recorder.location = location
         assert result is not None, "an inlined frame runs to its return (it has no stop_at)"
         return result
+
+
+def _module_globals(fn: types.FunctionType) -> Source:
+    """The source of the globals of `fn`, a function of a module other than the compiled
+    function's, reached without a source; Unsupported when no module holds them (globals
+    made for exec)."""
+    module = sys.modules.get(fn.__module__)
+    if module is None or module.__dict__ is not fn.__globals__:
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"call to {fn.__qualname__}, whose "
+                          "globals belong to no module", "call it outside the compiled function")
+    return ModuleGlobalsSource(module)
 
 
 def is_user_code(fn: Any) -> bool:

@@ -168,6 +168,25 @@ class GlobalSource(RootSource):
 
 
 @dataclass(frozen=True, slots=True)
+class ModuleGlobalsSource(RootSource):
+    """The globals of a module other than the compiled function's, shown as
+    `<module name>.__dict__`: what a function inlined from that module reads its globals
+    through when the trace reached the function itself without a source (`super().forward`
+    of a library module). The module object is held as a constant of the generated code."""
+
+    module: types.ModuleType
+
+    def name(self) -> str:
+        return f"{self.module.__name__}.__dict__"
+
+    def reconstruct(self, env: SourceEnv) -> str:
+        return f"{env.const(self.module)}.__dict__"
+
+    def get(self, frame: FrameValues) -> Any:
+        return self.module.__dict__
+
+
+@dataclass(frozen=True, slots=True)
 class BuiltinSource(RootSource):
     """A name in the compiled function's `__builtins__`, shown as `builtins.name`."""
 
