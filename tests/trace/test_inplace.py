@@ -5,6 +5,7 @@ eager; refused cases break the graph (or run eagerly) with eager's values and er
 Each test runs the same function compiled and eagerly on equal copies of the inputs.
 """
 
+import inspect
 import re
 import warnings
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+import jitgrad.nn.functional as F  # noqa: N812 - the PyTorch convention
 from jitgrad.trace.runtime import report as report_module
 from jitgrad.trace.testing import CountingBackend
 
@@ -629,3 +631,53 @@ def test_in_place_view_ops_leave_earlier_values_their_own_description():
     described = {line.split()[0]: re.findall(r"f32\[[\d, ]*\]", line) for line in listing[1:4]}
     assert described == {"%mul": ["f32[2, 3]"], "%reshape": ["f32[1, 2, 3]"],
                          "%add": ["f32[1, 2, 3]"]}
+
+
+def _inplace_forms():
+    """Every jitgrad.nn.functional function with an `inplace` flag, except dropout (random)."""
+    names = []
+    for name in sorted(dir(F)):
+        function = getattr(F, name)
+        if name.startswith("_") or not callable(function) or "dropout" in name:
+            continue
+        try:
+            parameters = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            continue
+        if "inplace" in parameters:
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", _inplace_forms())
+def test_every_inplace_activation_form_is_captured_with_eagers_values_and_gradients(name):
+    """`F.relu(h, inplace=True)` runs eager's apply_inplace with a function: traced, the
+    function is inlined and its result written functionally (0 breaks; before, the lambda
+    could not be passed on, and an `nn.ReLU(True)` inside a Sequential sent the whole
+    frame to eager)."""
+    function = getattr(F, name)
+    extra = {"threshold": (0.1, -1.0)}.get(name, ())  # its required threshold and value
+
+    def activation(h, inplace):
+        return function(h, *extra, inplace=inplace)
+
+    w_data = np.linspace(-1.5, 1.5, 12, dtype=np.float32).reshape(3, 4)
+
+    def step(x, w):
+        h = x @ w
+        activation(h, inplace=True)
+        return (h * h).sum(), h
+
+    x = jg.tensor(np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3))
+    w_eager, w_compiled = (jg.tensor(w_data, requires_grad=True) for _ in range(2))
+    report = jg.explain(step)(x, jg.tensor(w_data, requires_grad=True))
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.break_reasons
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss, h = jg.compile(step, backend="numba")(x, w_compiled)
+    want_loss, want_h = step(x, w_eager)
+    loss.backward()
+    want_loss.backward()
+    np.testing.assert_allclose(h.detach().numpy(), want_h.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(w_compiled.grad.numpy(), w_eager.grad.numpy(), rtol=1e-5,
+                               atol=1e-6)

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jitgrad.eager import grad_mode
+from jitgrad.eager.ops.inplace import apply_inplace
 from jitgrad.trace.breaks.unsupported import BreakKind, Unsupported
-from jitgrad.trace.capture import user_objects
+from jitgrad.trace.capture import functionalize, user_objects
 from jitgrad.trace.capture.builtin_calls import BUILTINS
 from jitgrad.trace.capture.operations import (
     call_container_method,
@@ -142,6 +143,8 @@ def call_object(tx: Translator, fn: ObjectVar, args: list[Var], kwargs: dict[str
         return user_objects.construct_namedtuple(tx, fn, args, kwargs)
     if user_objects.is_plain_user_class(value, tx.ctx.is_user_file):
         return user_objects.construct(tx, fn, args, kwargs)
+    if value is apply_inplace:
+        return _apply_inplace(tx, args, kwargs)
     if tx.ctx.is_jitgrad_callable(value):
         if fn.source is not None:  # the same name may hold another function next call
             tx.ctx.guard_identity(fn)
@@ -180,6 +183,25 @@ def _construct_module(tx: Translator, cls: ObjectVar, args: list[Var],
                           "parameters, buffers or submodules, in compiled code",
                           "create it in __init__ and call it in forward")
     return ObjectVar(module, factory=(cls.value, values, kw_values))
+
+
+def _apply_inplace(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """`apply_inplace(target, compute)`, eager's in-place form of an op given as a function
+    (`F.relu(x, inplace=True)` and the other in-place activation forms): `compute` is
+    inlined on `target` and its result written into `target` as every in-place op on a
+    traced tensor is (Note [Functionalized in-place ops] in functionalize.py)."""
+    target = args[0] if len(args) == 2 else None
+    if not isinstance(target, TensorVar) or set(kwargs) - {"check_dtype"}:
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, "apply_inplace with other arguments than "
+                          "(tensor, function, check_dtype=...)")
+    compute = args[1]
+    result = call(tx, compute, [target], {})
+    if not isinstance(result, TensorVar):
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, "apply_inplace of a function that does "
+                          "not return a tensor")
+    check_dtype = constant(tx, kwargs["check_dtype"]) if "check_dtype" in kwargs else True
+    functionalize.write(target.fake, result.fake, "an in-place activation", check_dtype)
+    return target
 
 
 def grad_mode_decorated(value: Any) -> tuple[bool, types.FunctionType] | None:

@@ -65,7 +65,7 @@ def _copy_(self: FakeTensor, src: Any, non_blocking: bool = False) -> FakeTensor
     """Eager's copy op (a new array; the old value gets a zero gradient, as eager's
     CopyBackwards gives it), functionalized."""
     if not isinstance(src, Tensor):
-        return _write(self, _record_fill(self, src), "copy_", check_dtype=False)
+        return write(self, _record_fill(self, src), "copy_", check_dtype=False)
     if src._data.shape != self._data.shape:
         try:
             expanded_shape(src._data.shape, self._data.shape)
@@ -73,14 +73,14 @@ def _copy_(self: FakeTensor, src: Any, non_blocking: bool = False) -> FakeTensor
             raise broadcast_error("copy_", shapes_of(self, src)) from None
     inplace.check_no_partial_overlap(self, (src,))
     copied = apply_op(inplace.COPY, (self, src), (self._data, src._data))
-    return _write(self, copied, "copy_", check_dtype=False)
+    return write(self, copied, "copy_", check_dtype=False)
 
 
 def _fill_(self: FakeTensor, value: Any) -> FakeTensor:
     if isinstance(value, Tensor) and value._data.ndim:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                            f"with {value._data.ndim} dimensions.")
-    return _write(self, _record_fill(self, value), "fill_", check_dtype=False)
+    return write(self, _record_fill(self, value), "fill_", check_dtype=False)
 
 
 def _zero_(self: FakeTensor) -> FakeTensor:
@@ -103,7 +103,7 @@ def _setitem(self: FakeTensor, index: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value._data.dtype != self._data.dtype:
         value = value.to(self.dtype)
     written = put(INDEX_PUT, self, index, value, False)
-    _write(self, written, "`x[i] = v`", check_dtype=False)
+    write(self, written, "`x[i] = v`", check_dtype=False)
 
 
 def _record_fill(target: FakeTensor, value: Any) -> Tensor:
@@ -143,7 +143,7 @@ def _check_writable(target: FakeTensor, value: Tensor, what: str) -> None:
                           "clone")
 
 
-def _write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = True) -> FakeTensor:
+def write(target: FakeTensor, value: Tensor, what: str, check_dtype: bool = True) -> FakeTensor:
     """`target` now holds `value` (the functional form of an in-place op); returns target.
 
     A write through a view writes its base; the views of the written base are then
@@ -231,7 +231,7 @@ def _functional_method(name: str, out_of_place: str) -> Callable[..., FakeTensor
         value = getattr(self, out_of_place)(*args, **kwargs)
         if value is NotImplemented:  # `x += other` of a type Tensor does not take
             return value
-        return _write(self, value, name)
+        return write(self, value, name)
 
     method.__name__ = method.__qualname__ = name
     return method
