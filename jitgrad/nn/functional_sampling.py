@@ -21,6 +21,7 @@ index_select / narrow / mean / amax. Index rules follow PyTorch:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -163,29 +164,54 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = 
     return _adaptive(input, output_size, 1, lambda c, d: c.amax(d, keepdim=True))
 
 
-def channel_dropout(input: Tensor, p: float, training: bool, inplace: bool,
-                    spatial_dims: int) -> Tensor:
-    """Zero whole channels of (N, C, *spatial) or (C, *spatial) with probability p, scale the
-    rest by 1/(1-p) (training only). Raises ValueError unless 0 <= p <= 1."""
+def feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
+                    batched: bool = True) -> Tensor:
+    """PyTorch's feature dropout: zero each (dim 0, dim 1) slice of `input` with probability
+    p, the same draw over all later dims, and scale the rest by 1/(1-p) (training only);
+    `batched=False`: each dim-0 slice (an input without its batch dim). Raises ValueError
+    unless 0 <= p <= 1."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    one_per_channel = input[(Ellipsis,) + (slice(0, 1),) * spatial_dims]
-    mask = one_per_channel * 0.0 if p == 1.0 else dropout_mask(one_per_channel, p)
+    kept = 2 if batched else 1
+    one_per_feature = input[(slice(None),) * kept + (slice(0, 1),) * (input.ndim - kept)]
+    mask = one_per_feature * 0.0 if p == 1.0 else dropout_mask(one_per_feature, p)
     return input.mul_(mask) if inplace else input * mask
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Channel dropout of (N, C, L) or (C, L)."""
-    return channel_dropout(input, p, training, inplace, 1)
+    """Channel dropout of (N, C, L) or (C, L). Raises RuntimeError for other ranks."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    return feature_dropout(input, p, training, inplace, batched=input.ndim == 3)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Channel dropout of (N, C, H, W) or (C, H, W)."""
-    return channel_dropout(input, p, training, inplace, 2)
+    """Channel dropout of (N, C, H, W), as PyTorch's: each (n, c) plane zeroed together.
+    PyTorch's own rule for other ranks is kept, with its warnings: a 3-D input is read as
+    (N, C, L) (not as an unbatched (C, H, W)), and a 2-D one is dropped element-wise."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      UserWarning, stacklevel=2)
+    return feature_dropout(input, p, training, inplace)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

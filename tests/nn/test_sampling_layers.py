@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -96,6 +97,33 @@ def test_channel_dropout_zeroes_whole_channels_and_scales_the_rest():
     layer = nn.Dropout1d(0.3).eval()
     x = jg.randn(2, 3, 5)
     assert layer(x) is x
+
+
+@pytest.mark.parametrize(("function", "shape", "shared", "warns"), [
+    ("dropout2d", (4, 8, 3, 3), (2, 3), 0), ("dropout2d", (8, 6, 5), (2,), 1),
+    ("dropout2d", (64, 50), (), 1), ("dropout1d", (4, 8, 5), (2,), 0),
+    ("dropout1d", (8, 5), (1,), 0),
+])
+def test_feature_dropout_shares_a_draw_over_the_dims_pytorch_shares(function, shape, shared,
+                                                                      warns):
+    """PyTorch's feature dropout: one draw per (dim 0, dim 1) slice, shared over the later
+    dims (dropout2d of a 3-D input is (N, C, L); of a 2-D one element-wise, both with
+    PyTorch's deprecation warnings); dropout1d of (C, L) draws per channel."""
+    jg.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = getattr(F, function)(jg.ones(*shape), 0.5).numpy()
+    assert len(caught) == warns
+    assert set(np.unique(out)) == {0.0, 2.0}
+    if shared:
+        assert (out.min(axis=shared) == out.max(axis=shared)).all()
+    assert 0.3 < (out == 0).mean() < 0.7
+
+
+def test_dropout1d_refuses_other_ranks_as_pytorch():
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but received "
+                                           "a 4D input"):
+        F.dropout1d(jg.ones(2, 3, 4, 5))
 
 
 def test_prelu_gradients_pass_gradcheck():
