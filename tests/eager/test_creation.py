@@ -331,3 +331,16 @@ def test_is_floating_point_function():
     assert not jg.is_floating_point(jg.tensor([True]))
     with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor, not float"):
         jg.is_floating_point(1.0)
+
+
+@pytest.mark.parametrize("factory", ["zeros", "ones", "empty", "rand", "randn"])
+def test_size_factories_take_the_size_by_keyword_as_pytorch(factory):
+    """`torch.empty(size=(2, 3))`, as PyTorch's *size factories allow; the size given both
+    ways is a TypeError."""
+    make = getattr(jg, factory)
+    for size in ((2, 3), [2, 3]):
+        out = make(size=size, dtype=jg.float64)
+        assert out.shape == (2, 3) and out.dtype == jg.float64
+    assert make(size=()).shape == ()
+    with pytest.raises(TypeError, match="size given both positionally and as size="):
+        make(2, size=(3,))

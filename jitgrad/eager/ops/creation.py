@@ -82,11 +82,18 @@ def _is_index(value: Any) -> bool:
     return True
 
 
-def size_of(size: Sequence[Any]) -> tuple[int, ...]:
-    """A shape from varargs `(2, 3)` or one sequence `((2, 3),)`.
+def size_of(size: Sequence[Any], keyword: Any = None, factory: str = "") -> tuple[int, ...]:
+    """A shape from varargs `(2, 3)` or one sequence `((2, 3),)`, or (`keyword`) the
+    `size=(2, 3)` a factory was called with, as PyTorch's *size factories take it too.
 
-    Raises RuntimeError on negative sizes, TypeError on non-integer ones (see int_sizes).
+    Raises RuntimeError on negative sizes, TypeError on non-integer ones (see int_sizes)
+    and on a size given both ways.
     """
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{factory}() received an invalid combination of arguments: the "
+                            "size given both positionally and as size=")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     shape = int_sizes(size)
@@ -298,23 +305,29 @@ def _filled(shape: tuple[int, ...], value: Any, np_dtype: Any, requires_grad: bo
     return finish(make(shape, np_dtype), requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     """A tensor of zeros of the given size (varargs or one tuple); default float32."""
     check_device(device)
-    return _filled(size_of(size), 0, _factory_dtype(dtype), requires_grad, np.zeros)
+    return _filled(size_of(sizes, size, "zeros"), 0, _factory_dtype(dtype), requires_grad,
+                   np.zeros)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
     """A tensor of ones of the given size (varargs or one tuple); default float32."""
     check_device(device)
-    return _filled(size_of(size), 1, _factory_dtype(dtype), requires_grad, np.ones)
+    return _filled(size_of(sizes, size, "ones"), 1, _factory_dtype(dtype), requires_grad,
+                   np.ones)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     """An uninitialized tensor of the given size (varargs or one tuple); default float32.
     (Traced with a symbolic size, it is zeros.)"""
     check_device(device)
-    return _filled(size_of(size), 0, _factory_dtype(dtype), requires_grad, np.empty)
+    return _filled(size_of(sizes, size, "empty"), 0, _factory_dtype(dtype), requires_grad,
+                   np.empty)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,

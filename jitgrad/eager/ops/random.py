@@ -289,26 +289,26 @@ def _float_factory_dtype(dtype: Any, what: str) -> np.dtype:
     return np_dtype
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def rand(*sizes: Any, size: Any = None, generator: Generator | None = None,
+         dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) of the given size (varargs or one tuple); default float32.
 
     Raises NotImplementedError for a non-float dtype.
     """
     check_device(device)
     np_dtype = _float_factory_dtype(dtype, "rand")
-    return _draw("uniform", size_of(size), np_dtype, generator, requires_grad)
+    return _draw("uniform", size_of(sizes, size, "rand"), np_dtype, generator, requires_grad)
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def randn(*sizes: Any, size: Any = None, generator: Generator | None = None,
+          dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples of the given size; default float32.
 
     Raises NotImplementedError for a non-float dtype.
     """
     check_device(device)
     np_dtype = _float_factory_dtype(dtype, "randn")
-    return _draw("normal", size_of(size), np_dtype, generator, requires_grad)
+    return _draw("normal", size_of(sizes, size, "randn"), np_dtype, generator, requires_grad)
 
 
 def randint(*args: Any, size: Sequence[int] | None = None, generator: Generator | None = None,
