@@ -743,3 +743,39 @@ def test_super_forward_into_a_library_module_guards_that_modules_globals():
     cache = entry.cache_of(compiled)
     assert cache.compiles == 1 and cache.entries[0].hits == 9
     assert "jitgrad.nn.modules.linear.__dict__['F']" in cache.entries[0].guard_source
+
+
+def test_iterating_a_modules_parameters_and_submodules_stays_in_one_graph():
+    """`m.parameters()`, `named_parameters()`, `modules()` walk the module tree with
+    `set()`s of ids (module.py): traced as a set of constants and `id()` of the objects the
+    trace reached, the walk stays in the graph (it ran the whole frame eagerly), its
+    structure is guarded, and a parameter added later recompiles with eager's value."""
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
+
+    def regularized(x):
+        l2 = sum(p.pow(2).sum() for p in model.parameters())
+        names = [name for name, _ in model.named_parameters()]
+        return model(x).sum() + 0.1 * l2 + len(names) + len(list(model.modules()))
+
+    x = jg.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+    report = jg.explain(regularized)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report.break_reasons
+    compiled = jg.compile(regularized)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(compiled(x).item(), regularized(x).item(), rtol=1e-6)
+        model[2].register_parameter("extra", nn.Parameter(jg.ones(2)))
+        np.testing.assert_allclose(compiled(x).item(), regularized(x).item(), rtol=1e-6)
+    assert entry.cache_of(compiled).compiles == 2
+
+
+def test_a_set_of_tensors_in_traced_code_is_refused_with_eagers_result():
+    def unique_count(x, y):
+        return x * len(set([x, y]))
+
+    x, y = jg.ones(2), jg.ones(2)
+    report = jg.explain(unique_count)(x, y)
+    assert "set() of values other than constants" in str(report.break_reasons[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(jg.compile(unique_count)(x, y).numpy(), [2.0, 2.0])

@@ -190,6 +190,31 @@ def _builtin_container(kind: type) -> Any:
     return build
 
 
+def _builtin_set(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """`set()` or `set(iterable)` of constants in traced code: a set made in the trace, held
+    as a constant (nothing outside sees it, so its `add`s need no replay). Sets of tensors
+    or objects are refused: hashing them would key on the trace's stand-ins."""
+    items = unpack_iterable(tx, args[0]) if args else []
+    constants = [v for v in items if isinstance(v, ConstVar)]
+    if kwargs or len(constants) != len(items):
+        raise Unsupported(BreakKind.UNSUPPORTED_CALL, "set() of values other than constants",
+                          "build the set outside the compiled function")
+    return ConstVar({v.value for v in constants})
+
+
+def _builtin_id(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
+    """`id(obj)` of an object the trace reached (a module, a parameter): the identity of the
+    real object, or of a traced tensor's stand-in (one per real tensor: the same tensor read
+    twice is one stand-in, and that is guarded), for comparisons inside the trace."""
+    (value,) = args
+    if isinstance(value, ObjectVar):
+        return ConstVar(id(value.value))
+    if isinstance(value, TensorVar):
+        return ConstVar(id(value.fake))
+    raise Unsupported(BreakKind.UNSUPPORTED_CALL, f"id() of a {type(value).__name__}",
+                      "compare the objects outside the compiled function")
+
+
 def _builtin_getattr(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
     name = constant(tx, args[1])
     if len(args) == 3:
@@ -243,6 +268,8 @@ BUILTINS: dict[Any, Any] = {
     builtins.tuple: _builtin_container(tuple),
     builtins.dict: _builtin_container(dict),
     builtins.getattr: _builtin_getattr,
+    builtins.set: _builtin_set,
+    builtins.id: _builtin_id,
     builtins.hasattr: _builtin_hasattr,
     builtins.print: _builtin_print,
 }
