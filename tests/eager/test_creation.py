@@ -1,6 +1,7 @@
 """Creation and conversion: dtype inference and factory results as measured in PyTorch 2.13
 (research/eager_autograd.md §2.0-§2.1), memory sharing, devices, errors."""
 
+import collections
 import warnings
 
 import numpy as np
@@ -344,3 +345,16 @@ def test_size_factories_take_the_size_by_keyword_as_pytorch(factory):
     assert make(size=()).shape == ()
     with pytest.raises(TypeError, match="size given both positionally and as size="):
         make(2, size=(3,))
+
+
+def test_tensor_takes_any_sequence_as_pytorch():
+    """`torch.tensor(deque(...))`, `torch.tensor(range(3))`: any sequence, with the dtype a
+    list of the same items gives; a str stays refused."""
+    for data, dtype in ((collections.deque([1.0, 2.0]), jg.float32), (range(3), jg.int64),
+                        (collections.deque([[1, 2], [3, 4]]), jg.int64)):
+        out = jg.tensor(data)
+        want = jg.tensor(list(data))
+        assert out.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(out.numpy(), want.numpy())
+    with pytest.raises(TypeError, match="invalid data type 'str'"):
+        jg.tensor("ab")

@@ -175,6 +175,9 @@ def _array_from_data(data: Any, dtype: Any) -> np.ndarray:
         dtypes.check_supported(dtypes.from_numpy_dtype(array.dtype), "tensor")
     elif isinstance(data, (list, tuple)):
         array, inferred = _array_from_sequence(data)
+    elif isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        data = list(data)  # a deque, a range: any sequence, as PyTorch takes them
+        array, inferred = _array_from_sequence(data)
     elif isinstance(data, np.generic):  # before Python numbers: np.float64 is a float
         array = np.array(data)
     elif isinstance(data, (bool, int, float)):
