@@ -595,6 +595,30 @@ def test_losses_match_numpy():
                                -(labels * np.log(z) + (1 - labels) * np.log(1 - z)).mean())
 
 
+def test_smooth_l1_huber_and_kl_div_losses_match_numpy_with_their_options():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(4, 3)) * 2, rng.normal(size=(4, 3))
+    tx, ty = jg.tensor(x), jg.tensor(y)
+    d = np.abs(x - y)
+    for beta in (1.0, 0.5):
+        want = np.where(d < beta, 0.5 * d ** 2 / beta, d - 0.5 * beta)
+        np.testing.assert_allclose(nn.SmoothL1Loss(beta=beta)(tx, ty).item(), want.mean())
+        np.testing.assert_allclose(nn.SmoothL1Loss(reduction="sum", beta=beta)(tx, ty).item(),
+                                   want.sum())
+    huber = np.where(d < 0.7, 0.5 * d ** 2, 0.7 * (d - 0.5 * 0.7))
+    np.testing.assert_allclose(nn.HuberLoss(reduction="none", delta=0.7)(tx, ty).numpy(), huber)
+    logq = x - np.log(np.exp(x).sum(1, keepdims=True))
+    p = np.exp(y) / np.exp(y).sum(1, keepdims=True)
+    kl = p * (np.log(p) - logq)
+    np.testing.assert_allclose(nn.KLDivLoss(reduction="batchmean")(jg.tensor(logq),
+                                                                   jg.tensor(p)).item(),
+                               kl.sum() / 4)
+    np.testing.assert_allclose(nn.KLDivLoss(reduction="sum", log_target=True)(
+        jg.tensor(logq), jg.tensor(np.log(p))).item(), kl.sum())
+    with pytest.warns(UserWarning, match="please use reduction='sum' instead"):
+        assert nn.SmoothL1Loss(size_average=False).reduction == "sum"
+
+
 def test_cross_entropy_loss_options_match_torch():
     logits = jg.tensor([[1.0, 2.0, 3.0]])
     smoothed = nn.CrossEntropyLoss(label_smoothing=0.1)(logits, jg.tensor([2]))

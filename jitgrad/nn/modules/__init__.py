@@ -20,9 +20,12 @@ from jitgrad.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
     L1Loss,
     MSELoss,
     NLLLoss,
+    SmoothL1Loss,
 )
 from jitgrad.nn.modules.module import Module
 from jitgrad.nn.modules.normalization import LayerNorm
@@ -50,7 +53,8 @@ from jitgrad.nn.modules.transformer import (
 
 __all__ = ["Module", "Linear", "Identity", "Embedding", "LayerNorm", "Dropout", "Flatten",
            "Unflatten", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "NLLLoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "CrossEntropyLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss", "HuberLoss",
+           "KLDivLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "InstanceNorm3d", "GroupNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d",
            "TransformerEncoderLayer", "TransformerEncoder",
