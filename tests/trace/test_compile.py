@@ -6,6 +6,7 @@ run eagerly as a whole (a frame outcome, not a graph break) until resume functio
 """
 
 import math
+import types
 import warnings
 
 import numpy as np
@@ -779,3 +780,23 @@ def test_a_set_of_tensors_in_traced_code_is_refused_with_eagers_result():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(jg.compile(unique_count)(x, y).numpy(), [2.0, 2.0])
+
+
+def test_a_set_made_in_the_trace_that_leaves_it_runs_eagerly_with_a_fresh_set_per_call():
+    """A traced set is the trace's value alone: stored outside, the frame runs eagerly, so
+    each call stores a new set as eager does (not one set the caller could mutate)."""
+    holder = types.SimpleNamespace()
+
+    def keep_seen(x):
+        seen = set()
+        seen.add(1)
+        holder.seen = seen
+        return x + len(seen)
+
+    compiled = jg.compile(keep_seen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(compiled(jg.ones(2)).numpy(), [2.0, 2.0])
+        holder.seen.add(2)
+        np.testing.assert_array_equal(compiled(jg.ones(2)).numpy(), [2.0, 2.0])
+    assert holder.seen == {1}

@@ -30,6 +30,7 @@ from jitgrad.trace.capture.variables import (
     IteratorVar,
     ListVar,
     ObjectVar,
+    SetVar,
     TensorVar,
     TupleVar,
     UserObjectVar,
@@ -46,7 +47,7 @@ def _builtin_len(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var
         if not value.fake.ndim:
             raise Unsupported(BreakKind.USER_ERROR, "TypeError: len() of a 0-d tensor")
         return ConstVar(value.fake.size(0))
-    if isinstance(value, (TupleVar, ListVar, DictVar)):
+    if isinstance(value, (TupleVar, ListVar, DictVar, SetVar)):
         return ConstVar(len(value.items))
     return ConstVar(len(constant(tx, value)))
 
@@ -191,15 +192,14 @@ def _builtin_container(kind: type) -> Any:
 
 
 def _builtin_set(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:
-    """`set()` or `set(iterable)` of constants in traced code: a set made in the trace, held
-    as a constant (nothing outside sees it, so its `add`s need no replay). Sets of tensors
-    or objects are refused: hashing them would key on the trace's stand-ins."""
+    """`set()` or `set(iterable)` of constants in traced code: a SetVar. Sets of tensors or
+    objects are refused: hashing them would key on the trace's stand-ins."""
     items = unpack_iterable(tx, args[0]) if args else []
     constants = [v for v in items if isinstance(v, ConstVar)]
     if kwargs or len(constants) != len(items):
         raise Unsupported(BreakKind.UNSUPPORTED_CALL, "set() of values other than constants",
                           "build the set outside the compiled function")
-    return ConstVar({v.value for v in constants})
+    return SetVar({v.value for v in constants})
 
 
 def _builtin_id(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:

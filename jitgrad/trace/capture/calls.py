@@ -145,8 +145,6 @@ def call_object(tx: Translator, fn: ObjectVar, args: list[Var], kwargs: dict[str
         return user_objects.construct(tx, fn, args, kwargs)
     if value is apply_inplace:
         return _apply_inplace(tx, args, kwargs)
-    if _adds_to_a_traced_set(fn, value):  # `seen.add(id(module))` on a set() of the trace
-        return ConstVar(value(*[constant(tx, a) for a in args]))
     if tx.ctx.is_jitgrad_callable(value):
         if fn.source is not None:  # the same name may hold another function next call
             tx.ctx.guard_identity(fn)
@@ -185,13 +183,6 @@ def _construct_module(tx: Translator, cls: ObjectVar, args: list[Var],
                           "parameters, buffers or submodules, in compiled code",
                           "create it in __init__ and call it in forward")
     return ObjectVar(module, factory=(cls.value, values, kw_values))
-
-
-def _adds_to_a_traced_set(fn: ObjectVar, value: Any) -> bool:
-    """Whether `value` is `add` or `discard` of a set the trace made (`set()` of constants,
-    builtin_calls.py): reached without a source, it is nobody else's."""
-    return fn.source is None and isinstance(value, types.BuiltinMethodType) and \
-        type(value.__self__) is set and value.__name__ in ("add", "discard")
 
 
 def _apply_inplace(tx: Translator, args: list[Var], kwargs: dict[str, Var]) -> Var:

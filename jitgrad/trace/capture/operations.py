@@ -30,6 +30,7 @@ from jitgrad.trace.capture.variables import (
     ListVar,
     NestedFunctionVar,
     ObjectVar,
+    SetVar,
     SuperVar,
     TensorMethodVar,
     TensorVar,
@@ -172,7 +173,7 @@ def unpack_iterable(tx: Translator, var: Var) -> list[Var]:
         while (item := next_item(tx, var)) is not None:
             items.append(item)
         return items
-    if isinstance(var, DictVar):
+    if isinstance(var, (DictVar, SetVar)):
         return [ConstVar(k) for k in var.items]
     if isinstance(var, TensorVar):
         n = symbolic.specialize(var.fake.shape[0]) if var.fake.ndim else 0
@@ -222,7 +223,7 @@ def is_same(tx: Translator, a: Var, b: Var) -> bool:
 
 
 def contains(tx: Translator, container: Var, item: Var) -> bool:
-    if isinstance(container, DictVar):
+    if isinstance(container, (DictVar, SetVar)):
         return constant(tx, item) in container.items
     return any(is_same(tx, item, v) or (isinstance(v, ConstVar) and isinstance(item, ConstVar)
                                         and constant(tx, v) == constant(tx, item))
@@ -378,7 +379,7 @@ def load_attr(tx: Translator, obj: Var, name: str) -> Var:
         return wrap_result(tx, value)
     if isinstance(obj, TupleVar) and obj.cls is not None and name in obj.cls._fields:
         return obj.items[obj.cls._fields.index(name)]
-    if isinstance(obj, (ListVar, DictVar, TupleVar)):
+    if isinstance(obj, (ListVar, DictVar, TupleVar, SetVar)):
         return BoundMethodVar(obj, name)
     if isinstance(obj, ObjectVar):
         tx.ctx.guard_type(obj)
@@ -483,6 +484,9 @@ def call_container_method(tx: Translator, method: BoundMethodVar, args: list[Var
         if receiver.source is not None:  # the caller's list: replayed after the graph
             tx.ctx.side_effects.mutated(receiver)
         return result
+    if isinstance(receiver, SetVar) and name in ("add", "discard"):
+        getattr(receiver.items, name)(constant(tx, args[0]))
+        return ConstVar(None)
     if isinstance(receiver, (ListVar, TupleVar)) and name == "index":
         target = constant(tx, args[0])
         return ConstVar([constant(tx, v) for v in receiver.items].index(target))

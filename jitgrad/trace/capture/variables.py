@@ -53,6 +53,14 @@ class ListVar(Var):
 
 
 @dataclass(eq=False)
+class SetVar(Var):
+    """A set of constants made in the trace (`set()`, `s.add(k)`): a value of the trace
+    alone. Returned or stored outside, it is refused (the runner has no form for it)."""
+
+    items: set[Any]
+
+
+@dataclass(eq=False)
 class DictVar(Var):
     """A dict with constant keys, insertion-ordered."""
 
