@@ -48,7 +48,8 @@ from jitgrad.eager.ops.shape import *  # noqa: F403
 from jitgrad.eager.legacy_types import *  # noqa: F403
 from jitgrad.eager.ops import out as _out
 from jitgrad.eager.printing import get_printoptions, set_printoptions
-from jitgrad.eager.tensor import Size, Tensor, device
+from jitgrad.eager.devices import device
+from jitgrad.eager.tensor import Size, Tensor
 from jitgrad.eager.type_info import finfo, iinfo
 
 _out.install(globals())  # torch's functions that take out= (jitgrad.eager.ops.out)

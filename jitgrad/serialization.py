@@ -22,8 +22,9 @@ import numpy as np
 from numpy._core import multiarray
 
 from jitgrad.eager import dtypes
+from jitgrad.eager.devices import device
 from jitgrad.eager.ops.creation import check_device, rebuild_tensor
-from jitgrad.eager.tensor import Size, Tensor, device
+from jitgrad.eager.tensor import Size, Tensor
 
 FileLike = str | os.PathLike | IO[bytes]
 

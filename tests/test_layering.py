@@ -30,7 +30,7 @@ FORBIDDEN = {
 # jitgrad/eager's layers, lowest first (Note [Eager layers]): module paths relative to
 # jitgrad/eager; "ops" stands for every module under ops/ not named in a layer of its own
 EAGER_LAYERS = [
-    ("base", {"dtypes", "layout", "grad_mode", "symbolic_int", "type_info", "xp",
+    ("base", {"dtypes", "devices", "layout", "grad_mode", "symbolic_int", "type_info", "xp",
               "tensor_declarations"}),
     ("node", {"node"}),
     ("tensor", {"tensor"}),

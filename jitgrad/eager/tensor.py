@@ -24,6 +24,7 @@ from typing import Any, Self
 import numpy as np
 
 from jitgrad.eager import dtypes, layout
+from jitgrad.eager.devices import CPU, DeviceFlag, device
 from jitgrad.eager.grad_mode import STATE
 from jitgrad.eager.node import (
     AccumulateGrad,
@@ -55,43 +56,6 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
-
-
-class device:  # noqa: N801 - PyTorch spells it `torch.device`
-    """A device name; jitgrad computes on the CPU only."""
-
-    __slots__ = ("type", "index")
-    type: str  # noqa: A003 - torch's attribute name
-    index: int | None
-
-    def __init__(self, type: str | device = "cpu", index: int | None = None) -> None:  # noqa: A002
-        if isinstance(type, device):
-            name, index = type.type, type.index
-        else:
-            name = type
-        kind = name.split(":")[0]
-        if kind not in ("cpu", "cuda", "mps", "meta"):
-            raise RuntimeError(f"Expected one of cpu, cuda, mps device type at start of device "
-                               f"string: {name}")
-        self.type = kind
-        self.index = index
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and other.type == self.type
-
-    def __hash__(self) -> int:
-        return hash(self.type)
-
-    def __repr__(self) -> str:
-        return f"device(type='{self.type}')"
-
-    def __str__(self) -> str:
-        return self.type
-
-
-CPU = device("cpu")
 
 
 class ViewInfo:
@@ -179,9 +143,12 @@ class Tensor(TensorMethods):
     def device(self) -> device:
         return CPU
 
-    @property
-    def is_cuda(self) -> bool:
-        return False
+    # torch.Tensor's device and layout flags: every jitgrad tensor is a dense CPU tensor
+    is_cpu = DeviceFlag(True)
+    is_cuda, is_xpu, is_mps, is_meta, is_ipu, is_vulkan, is_mtia, is_maia = (
+        DeviceFlag(False) for _ in range(8))
+    is_sparse, is_sparse_csr, is_quantized, is_nested, is_mkldnn = (
+        DeviceFlag(False) for _ in range(5))
 
     @property
     def ndim(self) -> int:
@@ -521,4 +488,4 @@ def grad_accumulator(t: Tensor) -> AccumulateGrad:
     return acc
 
 
-__all__ = ["Tensor", "Size", "device", "ViewInfo", "gradient_edge", "STATE"]
+__all__ = ["Tensor", "Size", "ViewInfo", "gradient_edge", "STATE"]

@@ -8,7 +8,7 @@ pointwise ops (`declare.pointwise_op`) list theirs, in-place ones too, in `decla
 
 Note [Eager layers]: jitgrad/eager is built in layers; a module imports from its own
 layer and the ones below, at the top of the module (tests/test_layering.py checks it):
-  1. base:      dtypes, layout, grad_mode, symbolic_int, type_info, xp (the numpy
+  1. base:      dtypes, devices, layout, grad_mode, symbolic_int, type_info, xp (the numpy
                 namespace of backward formulas and the array kernels it shares with op
                 forwards), tensor_declarations
   2. node:      the autograd graph (Node, Edge, AccumulateGrad, SavedValues)

@@ -358,3 +358,16 @@ def test_tensor_takes_any_sequence_as_pytorch():
         np.testing.assert_array_equal(out.numpy(), want.numpy())
     with pytest.raises(TypeError, match="invalid data type 'str'"):
         jg.tensor("ab")
+
+
+def test_device_and_layout_flags_are_torchs_for_a_dense_cpu_tensor_and_read_only():
+    # each printed by torch 2.13 for torch.ones(2)
+    flags = {"is_cpu": True, "is_cuda": False, "is_xpu": False, "is_mps": False,
+             "is_meta": False, "is_ipu": False, "is_vulkan": False, "is_mtia": False,
+             "is_maia": False, "is_sparse": False, "is_sparse_csr": False,
+             "is_quantized": False, "is_nested": False, "is_mkldnn": False}
+    for x in (jg.ones(2), jg.nn.Parameter(jg.ones(2)), jg.ones(2)[::2]):
+        assert {name: getattr(x, name) for name in flags} == flags
+    with pytest.raises(AttributeError, match="attribute 'is_xpu' of 'Tensor' objects is not "
+                                             "writable"):
+        jg.ones(2).is_xpu = True

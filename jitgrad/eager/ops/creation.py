@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, cast
 import numpy as np
 
 from jitgrad.eager import dtypes, layout
+from jitgrad.eager.devices import device
 from jitgrad.eager.dtypes import scalar_as
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops.registry import ANY_KIND, apply_op, register
 from jitgrad.eager.symbolic_int import any_symbolic
-from jitgrad.eager.tensor import Size, Tensor, device
+from jitgrad.eager.tensor import Size, Tensor
 
 if TYPE_CHECKING:
     from jitgrad.eager.legacy_types import LegacyTensorType

@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from jitgrad.eager import dtypes, layout
+from jitgrad.eager.devices import CPU
 from jitgrad.eager.node import tensor_type_name
 from jitgrad.eager.ops._binary import binary, unary
 from jitgrad.eager.ops.creation import ERR_INT_REQUIRES_GRAD, check_device, size_of
 from jitgrad.eager.ops.registry import TensorMeta, apply_op, register
-from jitgrad.eager.tensor import CPU, Tensor
+from jitgrad.eager.tensor import Tensor
 
 
 class Generator:
