@@ -109,13 +109,15 @@ def wrapped_integers(operands: tuple, np_dtype: np.dtype) -> tuple:
         return operands
     info = np.iinfo(np_dtype)
     narrow = np_dtype.itemsize < 8
-    if not any(type(x) is int and not info.min <= x <= info.max or
-               narrow and isinstance(x, SymbolicInt) for x in operands):
+
+    def wraps(x: Any) -> bool:
+        return type(x) is int and not info.min <= x <= info.max or \
+            narrow and isinstance(x, SymbolicInt)
+
+    if not any(wraps(x) for x in operands):
         return operands
     modulus = 1 << (8 * np_dtype.itemsize)
-    return tuple((x - info.min) % modulus + info.min
-                 if type(x) is int and not info.min <= x <= info.max or
-                 narrow and isinstance(x, SymbolicInt) else x for x in operands)
+    return tuple((x - info.min) % modulus + info.min if wraps(x) else x for x in operands)
 
 
 def broadcast_error(name: str, shapes: list[tuple[int, ...]]) -> RuntimeError:
